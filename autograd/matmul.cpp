@@ -1,0 +1,38 @@
+// C = op(A) @ op(B). With op(A) = A^T when trans_a (likewise B):
+//   dA = dC @ op(B)^T        (or op(B) @ dC^T when trans_a)
+//   dB = op(A)^T @ dC        (or dC^T @ op(A) when trans_b)
+// Batch broadcasting is undone by the tape's sum_to (a 2-D weight gets its grads summed over the batch).
+#include "core/ops.h"
+#include "autograd/ops.h"
+#include "autograd/tape.h"
+
+namespace alpha::ag {
+
+Tensor matmul(const Tensor& a, const Tensor& b, bool ta, bool tb) {
+  const bool ga = a.requires_grad(), gb = b.requires_grad();
+  return record("matmul", ops::matmul(a, b, ta, tb), {a, b}, [a, b, ta, tb, ga, gb](const Tensor& g) {
+    Tensor da, db;
+    if (ga) {
+      da = ta ? ops::matmul(b, g, tb, true) : ops::matmul(g, b, false, !tb);
+      if (da.dim() > a.dim()) da = ops::sum_to(da, a.shape());
+    }
+    if (gb && b.dim() == 2 && a.dim() > 2) {
+      // A 2-D weight against a batch: dB = sum over the batch = one GEMM on the flattened rows.
+      const Tensor af = (ta ? a.transpose(-1, -2) : a).contiguous().reshape({-1, a.size(ta ? -2 : -1)});  // (R, K)
+      const Tensor gf = g.contiguous().reshape({-1, g.size(-1)});                                          // (R, N)
+      db = tb ? ops::matmul(gf, af, true, false) : ops::matmul(af, gf, true, false);
+    } else if (gb) {
+      db = tb ? ops::matmul(g, a, true, ta) : ops::matmul(a, g, !ta, false);
+      if (db.dim() > b.dim()) db = ops::sum_to(db, b.shape());
+    }
+    return std::vector<Tensor>{da, db};
+  });
+}
+
+Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b) {
+  ALPHA_CHECK(w.dim() == 2, ShapeError, "[linear] weight must be (out, in), got {}", w.str());
+  Tensor y = matmul(x, w, false, true);  // (..., in) @ (out, in)^T -> (..., out)
+  return b.defined() ? add(y, b) : y;
+}
+
+}  // namespace alpha::ag

@@ -1,0 +1,58 @@
+// Differentiable ops: each runs its forward through core/ops.h (the dispatcher) and records a backward
+// closure on the tape (autograd/tape.h). The closure for each op sits right under its forward in
+// autograd/<family>.cpp and captures only what the backward needs.
+//
+// Dimension legend: B batch, T time, C channels, H heads, D head size, V vocabulary, N = B*T rows.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "core/rng.h"
+#include "core/tensor.h"
+
+namespace alpha::ag {
+
+// ---- element-wise (broadcasting) — autograd/elementwise.cpp ----
+Tensor add(const Tensor& a, const Tensor& b);
+Tensor sub(const Tensor& a, const Tensor& b);
+Tensor mul(const Tensor& a, const Tensor& b);
+Tensor div(const Tensor& a, const Tensor& b);
+Tensor neg(const Tensor& x);
+Tensor exp(const Tensor& x);
+Tensor log(const Tensor& x);
+Tensor sqrt(const Tensor& x);
+Tensor scale(const Tensor& x, double s);
+Tensor add_scalar(const Tensor& x, double s);
+
+// ---- reductions — autograd/reduce.cpp ----
+Tensor sum(const Tensor& x, int64_t dim, bool keepdim = false);
+Tensor mean(const Tensor& x, int64_t dim, bool keepdim = false);
+Tensor max(const Tensor& x, int64_t dim, bool keepdim = false);  // grad flows to the first argmax
+Tensor sum_all(const Tensor& x);
+Tensor mean_all(const Tensor& x);
+
+// ---- views and copies — autograd/view.cpp ----
+Tensor reshape(const Tensor& x, const Shape& shape);
+Tensor transpose(const Tensor& x, int64_t d0, int64_t d1);
+Tensor permute(const Tensor& x, const std::vector<int64_t>& dims);
+Tensor narrow(const Tensor& x, int64_t dim, int64_t start, int64_t length);
+Tensor expand(const Tensor& x, const Shape& shape);
+Tensor contiguous(const Tensor& x);
+
+// ---- matmul — autograd/matmul.cpp ----
+Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a = false, bool trans_b = false);
+// y = x @ w^T + b: x (..., in), w (out, in), b (out) or undefined -> (..., out)
+Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b);
+
+// ---- NN ops, one file each in autograd/ ----
+Tensor embedding(const Tensor& weight, const Tensor& idx);                   // (V,C), i32 (...) -> (..., C)
+Tensor layernorm(const Tensor& x, const Tensor& w, const Tensor& b, double eps = 1e-5);
+Tensor gelu(const Tensor& x);
+Tensor softmax(const Tensor& x, bool causal = false);
+// Draws its mask offset from rng (advancing it by numel) so the backward replays the same mask.
+// Identity (and no RNG use) when p == 0 or grad mode is off and training is false.
+Tensor dropout(const Tensor& x, double p, Rng& rng, bool training = true);
+// logits (N, V), targets i32 (N) -> 0-d mean loss over rows whose target != ignore_index.
+Tensor cross_entropy(const Tensor& logits, const Tensor& targets, int64_t ignore_index = -1);
+
+}  // namespace alpha::ag

@@ -1,0 +1,2 @@
+// TODO(helper): implement; stub so the tree links.
+#include "autograd/ops.h"

@@ -1,0 +1,75 @@
+#include "autograd/tape.h"
+
+#include <unordered_map>
+
+#include "core/ops.h"
+
+namespace alpha::ag {
+
+namespace {
+
+struct Node {
+  const char* op;
+  Tensor out;
+  std::vector<Tensor> inputs;
+  BackwardFn backward;
+};
+
+thread_local std::vector<Node> t_tape;
+thread_local bool t_grad_enabled = true;
+
+// Adds g into t's grad slot; first contribution is stored as is (never mutated in place later).
+void accumulate(Tensor& t, Tensor g) {
+  if (g.shape() != t.shape()) g = ops::sum_to(g, t.shape());
+  Tensor cur = t.grad();
+  t.set_grad(cur.defined() ? ops::add(cur, g) : g);
+}
+
+}  // namespace
+
+bool grad_enabled() { return t_grad_enabled; }
+NoGrad::NoGrad() : prev_(t_grad_enabled) { t_grad_enabled = false; }
+NoGrad::~NoGrad() { t_grad_enabled = prev_; }
+
+Tensor record(const char* op, Tensor out, std::vector<Tensor> inputs, BackwardFn backward) {
+  if (!t_grad_enabled) return out;
+  bool any = false;
+  for (const Tensor& t : inputs) any = any || (t.defined() && t.requires_grad());
+  if (!any) return out;
+  out.set_requires_grad(true);
+  out.set_is_leaf(false);
+  t_tape.push_back(Node{op, out, std::move(inputs), std::move(backward)});
+  return out;
+}
+
+void backward(const Tensor& loss) {
+  ALPHA_CHECK(loss.defined() && loss.numel() == 1, ShapeError, "[backward] loss must have one element, got {}",
+              loss.defined() ? loss.str() : "undefined");
+  ALPHA_CHECK(loss.requires_grad(), ValueError, "[backward] loss does not require grad (nothing was recorded)");
+  std::vector<Node> tape;
+  tape.swap(t_tape);  // the tape is consumed even if a backward closure throws
+  NoGrad no_grad;     // backward closures use plain ops; nothing they do is recorded
+  Tensor seed = Tensor::full(loss.shape(), 1.0, loss.dtype());
+  Tensor root = loss;
+  accumulate(root, seed);
+  for (size_t i = tape.size(); i-- > 0;) {
+    Node& n = tape[i];
+    Tensor gout = n.out.grad();
+    if (!gout.defined()) continue;  // output did not reach the loss
+    std::vector<Tensor> grads = n.backward(gout);
+    ALPHA_CHECK(grads.size() == n.inputs.size(), Error, "[backward] op '{}' returned {} grads for {} inputs",
+                n.op, grads.size(), n.inputs.size());
+    for (size_t k = 0; k < grads.size(); ++k) {
+      Tensor& in = n.inputs[k];
+      if (!in.defined() || !in.requires_grad() || !grads[k].defined()) continue;
+      accumulate(in, std::move(grads[k]));
+    }
+    if (!n.out.is_leaf()) n.out.set_grad(Tensor());  // intermediate grads are not kept: frees memory
+    tape[i] = Node{};  // drop saved activations as soon as they are used
+  }
+}
+
+size_t tape_size() { return t_tape.size(); }
+void clear_tape() { t_tape.clear(); }
+
+}  // namespace alpha::ag

@@ -1,0 +1,41 @@
+// Tape-based reverse-mode autograd. Each differentiable op records (output, inputs, backward closure) on a
+// thread-local tape; backward() walks it newest to oldest, accumulating gradients into Tensor::grad().
+#pragma once
+#include <functional>
+#include <vector>
+
+#include "core/tensor.h"
+
+namespace alpha::ag {
+
+// Returns one gradient per input, in order; an undefined Tensor means "no gradient for this input".
+// A gradient may have a broadcast shape: the engine sums it back to the input's shape.
+using BackwardFn = std::function<std::vector<Tensor>(const Tensor& grad_out)>;
+
+// True when recording is on (not inside a NoGrad scope).
+bool grad_enabled();
+
+// Disables recording for its lifetime (evaluation, sampling, optimizer updates).
+class NoGrad {
+ public:
+  NoGrad();
+  ~NoGrad();
+  NoGrad(const NoGrad&) = delete;
+  NoGrad& operator=(const NoGrad&) = delete;
+
+ private:
+  bool prev_;
+};
+
+// Records `out = op(inputs)` when grad mode is on and any input requires grad; `out` then requires grad.
+// Returns `out` for convenience. `op` must be a string literal (kept by pointer).
+Tensor record(const char* op, Tensor out, std::vector<Tensor> inputs, BackwardFn backward);
+
+// Seeds d(loss)/d(loss) = 1 (loss must have one element), runs the tape, then clears it.
+// Leaf tensors that require grad end with .grad() set (accumulated if it was already set).
+void backward(const Tensor& loss);
+
+size_t tape_size();
+void clear_tape();  // drop recorded ops without running them (e.g. after an eval forward with grad on)
+
+}  // namespace alpha::ag

@@ -1,0 +1,46 @@
+// View ops share storage in the forward; their backward maps the gradient back through the inverse view.
+#include "core/ops.h"
+#include "autograd/ops.h"
+#include "autograd/tape.h"
+
+namespace alpha::ag {
+
+Tensor reshape(const Tensor& x, const Shape& shape) {
+  const Shape xs = x.shape();
+  return record("reshape", x.reshape(shape), {x}, [xs](const Tensor& g) { return std::vector<Tensor>{g.reshape(xs)}; });
+}
+
+Tensor transpose(const Tensor& x, int64_t d0, int64_t d1) {
+  return record("transpose", x.transpose(d0, d1), {x},
+                [d0, d1](const Tensor& g) { return std::vector<Tensor>{g.transpose(d0, d1)}; });
+}
+
+Tensor permute(const Tensor& x, const std::vector<int64_t>& dims) {
+  Tensor y = x.permute(dims);
+  std::vector<int64_t> inv(dims.size());
+  for (size_t i = 0; i < dims.size(); ++i) inv[dims[i] < 0 ? dims[i] + x.dim() : dims[i]] = static_cast<int64_t>(i);
+  return record("permute", y, {x}, [inv](const Tensor& g) { return std::vector<Tensor>{g.permute(inv)}; });
+}
+
+Tensor narrow(const Tensor& x, int64_t dim, int64_t start, int64_t length) {
+  Tensor y = x.narrow(dim, start, length);
+  const Shape xs = x.shape();
+  const DType dt = x.dtype();
+  return record("narrow", y, {x}, [xs, dt, dim, start, length](const Tensor& g) {
+    Tensor gx = Tensor::zeros(xs, dt);  // zero everywhere but the narrowed window
+    Tensor win = gx.narrow(dim, start, length);
+    win.copy_from(g);
+    return std::vector<Tensor>{gx};
+  });
+}
+
+Tensor expand(const Tensor& x, const Shape& shape) {
+  // The tape's sum_to undoes the broadcast, so the gradient passes through unchanged.
+  return record("expand", x.expand(shape), {x}, [](const Tensor& g) { return std::vector<Tensor>{g}; });
+}
+
+Tensor contiguous(const Tensor& x) {
+  return record("contiguous", x.contiguous(), {x}, [](const Tensor& g) { return std::vector<Tensor>{g}; });
+}
+
+}  // namespace alpha::ag

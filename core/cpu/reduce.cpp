@@ -1,0 +1,88 @@
+// Reductions over one dim: the tensor is seen as (outer, n, inner); each output element is one sequential
+// loop over n, so sums are bit-identical run to run. Accumulates in double for f32 inputs.
+#include "core/cpu/reduce.h"
+
+#include "core/parallel.h"
+
+namespace alpha::cpu {
+
+namespace {
+
+Shape reduced_shape(const Shape& s, int64_t dim, bool keepdim) {
+  Shape r = s;
+  if (keepdim) r[dim] = 1;
+  else r.erase(r.begin() + dim);
+  return r;
+}
+
+template <class T>
+Tensor sum_typed(const Tensor& xin, int64_t dim, bool keepdim) {
+  const Tensor x = xin.contiguous();
+  const Shape& s = x.shape();
+  int64_t outer = 1, inner = 1;
+  for (int64_t i = 0; i < dim; ++i) outer *= s[i];
+  for (int64_t i = dim + 1; i < x.dim(); ++i) inner *= s[i];
+  const int64_t n = s[dim];
+  Tensor out = Tensor::empty(reduced_shape(s, dim, keepdim), x.dtype());
+  const T* px = x.data<T>();
+  T* po = out.mutable_data<T>();
+  parallel_for(outer, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, n * inner)), [&](int64_t o0, int64_t o1) {
+    std::vector<double> acc(static_cast<size_t>(inner));
+    for (int64_t o = o0; o < o1; ++o) {
+      std::fill(acc.begin(), acc.end(), 0.0);
+      const T* base = px + o * n * inner;
+      for (int64_t k = 0; k < n; ++k)
+        for (int64_t i = 0; i < inner; ++i) acc[i] += static_cast<double>(base[k * inner + i]);
+      for (int64_t i = 0; i < inner; ++i) po[o * inner + i] = static_cast<T>(acc[i]);
+    }
+  });
+  return out;
+}
+
+template <class T>
+std::pair<Tensor, Tensor> max_typed(const Tensor& xin, int64_t dim, bool keepdim) {
+  const Tensor x = xin.contiguous();
+  const Shape& s = x.shape();
+  int64_t outer = 1, inner = 1;
+  for (int64_t i = 0; i < dim; ++i) outer *= s[i];
+  for (int64_t i = dim + 1; i < x.dim(); ++i) inner *= s[i];
+  const int64_t n = s[dim];
+  const Shape rs = reduced_shape(s, dim, keepdim);
+  Tensor vals = Tensor::empty(rs, x.dtype()), idx = Tensor::empty(rs, DType::i32);
+  const T* px = x.data<T>();
+  T* pv = vals.mutable_data<T>();
+  int32_t* pi = idx.mutable_data<int32_t>();
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t i = 0; i < inner; ++i) {
+      const T* base = px + o * n * inner + i;
+      T best = base[0];
+      int32_t bi = 0;
+      for (int64_t k = 1; k < n; ++k) {
+        const T v = base[k * inner];
+        if (v > best || (v != v && best == best)) {  // NaN wins, so it propagates like torch.max
+          best = v;
+          bi = static_cast<int32_t>(k);
+        }
+      }
+      pv[o * inner + i] = best;
+      pi[o * inner + i] = bi;
+    }
+  return {vals, idx};
+}
+
+}  // namespace
+
+Tensor sum(const Tensor& x, int64_t dim, bool keepdim) {
+  return x.dtype() == DType::f64 ? sum_typed<double>(x, dim, keepdim) : sum_typed<float>(x, dim, keepdim);
+}
+
+std::pair<Tensor, Tensor> max(const Tensor& x, int64_t dim, bool keepdim) {
+  return x.dtype() == DType::f64 ? max_typed<double>(x, dim, keepdim) : max_typed<float>(x, dim, keepdim);
+}
+
+Tensor sum_all(const Tensor& x) {
+  const Tensor flat = x.contiguous().view({x.numel()});
+  return sum(flat, 0, false);
+}
+
+}  // namespace alpha::cpu

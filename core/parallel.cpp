@@ -1,0 +1,126 @@
+#include "core/parallel.h"
+
+#include <algorithm>
+#include <condition_variable>
+#include <cstdlib>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace alpha {
+
+namespace {
+
+class Pool {
+ public:
+  explicit Pool(int n) { resize(n); }
+  ~Pool() { stop(); }
+
+  int size() const { return static_cast<int>(workers_.size()) + 1; }  // the caller works too
+
+  void resize(int n) {
+    stop();
+    quit_ = false;
+    for (int i = 1; i < n; ++i) workers_.emplace_back([this] { loop(); });
+  }
+
+  void run(int64_t chunks, const std::function<void(int64_t)>& task) {
+    std::unique_lock lk(mu_);
+    task_ = &task;
+    chunks_ = chunks;
+    next_ = 0;
+    pending_ = chunks;
+    ++generation_;
+    cv_.notify_all();
+    lk.unlock();
+    work();
+    lk.lock();
+    done_cv_.wait(lk, [&] { return pending_ == 0; });
+    task_ = nullptr;
+  }
+
+ private:
+  void work() {
+    while (true) {
+      int64_t c;
+      {
+        std::lock_guard lk(mu_);
+        if (!task_ || next_ >= chunks_) return;
+        c = next_++;
+      }
+      (*task_)(c);
+      std::lock_guard lk(mu_);
+      if (--pending_ == 0) done_cv_.notify_all();
+    }
+  }
+  void loop() {
+    uint64_t seen = 0;
+    while (true) {
+      {
+        std::unique_lock lk(mu_);
+        cv_.wait(lk, [&] { return quit_ || generation_ != seen; });
+        if (quit_) return;
+        seen = generation_;
+      }
+      work();
+    }
+  }
+  void stop() {
+    {
+      std::lock_guard lk(mu_);
+      quit_ = true;
+    }
+    cv_.notify_all();
+    for (auto& t : workers_) t.join();
+    workers_.clear();
+  }
+
+  std::vector<std::thread> workers_;
+  std::mutex mu_;
+  std::condition_variable cv_, done_cv_;
+  const std::function<void(int64_t)>* task_ = nullptr;
+  int64_t chunks_ = 0, next_ = 0, pending_ = 0;
+  uint64_t generation_ = 0;
+  bool quit_ = false;
+};
+
+int default_threads() {
+  if (const char* e = std::getenv("ALPHA_NUM_THREADS")) {
+    const int n = std::atoi(e);
+    if (n > 0) return n;
+  }
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
+Pool& pool() {
+  static Pool p(default_threads());
+  return p;
+}
+
+thread_local bool in_parallel = false;  // nested parallel_for runs inline
+
+}  // namespace
+
+int num_threads() { return pool().size(); }
+void set_num_threads(int n) { pool().resize(std::max(1, n)); }
+
+void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn) {
+  if (n <= 0) return;
+  grain = std::max<int64_t>(grain, 1);
+  const int64_t threads = num_threads();
+  if (threads <= 1 || n <= grain || in_parallel) {
+    fn(0, n);
+    return;
+  }
+  const int64_t chunks = std::min<int64_t>((n + grain - 1) / grain, threads * 4);
+  const int64_t per = (n + chunks - 1) / chunks;
+  pool().run(chunks, [&](int64_t c) {
+    const int64_t b = c * per, e = std::min(n, b + per);
+    if (b >= e) return;
+    in_parallel = true;
+    fn(b, e);
+    in_parallel = false;
+  });
+}
+
+}  // namespace alpha

@@ -1,0 +1,53 @@
+#include "core/storage.h"
+
+#include <cstring>
+
+#include "core/error.h"
+
+namespace alpha {
+
+Storage::Storage(size_t nbytes, bool zero_fill) : nbytes_(nbytes) {
+  ensure_host_allocated();
+  if (zero_fill && nbytes_) std::memset(host_.get(), 0, nbytes_);
+}
+
+void Storage::ensure_host_allocated() {
+  if (!host_) host_ = std::make_unique<std::byte[]>(nbytes_ ? nbytes_ : 1);
+}
+
+const std::byte* Storage::host_read() {
+  if (!host_valid_) {
+    ensure_host_allocated();
+    ALPHA_CHECK(device_ != nullptr, Error, "[storage] no valid copy of a {}-byte buffer", nbytes_);
+    device_->download(host_.get(), nbytes_);
+    host_valid_ = true;
+  }
+  return host_.get();
+}
+
+std::byte* Storage::host_write() {
+  host_read();
+  device_valid_ = false;
+  return host_.get();
+}
+
+void Storage::attach_device(std::unique_ptr<DeviceBuffer> buf, bool contents_current) {
+  device_ = std::move(buf);
+  device_valid_ = contents_current;
+  if (contents_current) host_valid_ = false;
+}
+
+void Storage::ensure_device_current() {
+  ALPHA_CHECK(device_ != nullptr, Error, "[storage] no device buffer attached");
+  if (!device_valid_) {
+    device_->upload(host_read(), nbytes_);
+    device_valid_ = true;
+  }
+}
+
+void Storage::mark_device_written() {
+  device_valid_ = true;
+  host_valid_ = false;
+}
+
+}  // namespace alpha

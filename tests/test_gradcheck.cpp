@@ -1,0 +1,1 @@
+// gradcheck tests: written by helper

@@ -1,0 +1,1 @@
+// parity tests: written by helper

@@ -1,0 +1,116 @@
+// Tensor views, copies, broadcasting and the errors bad shapes raise.
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+#include "core/ops.h"
+#include "core/tensor.h"
+
+using namespace alpha;
+
+static std::vector<float> iota(int n) {
+  std::vector<float> v(n);
+  for (int i = 0; i < n; ++i) v[i] = static_cast<float>(i);
+  return v;
+}
+
+TEST_CASE("views share storage and index correctly") {
+  Tensor t = Tensor::from_vector(iota(24), {2, 3, 4});
+  CHECK(t.is_contiguous());
+  Tensor tr = t.transpose(1, 2);  // (2,4,3)
+  CHECK(!tr.is_contiguous());
+  CHECK(tr.storage() == t.storage());
+  auto c = tr.contiguous().to_f32_vector();
+  // element [0][1][2] of the transpose is t[0][2][1] = 2*4+1 = 9
+  CHECK(c[0 * 12 + 1 * 3 + 2] == 9.0f);
+  Tensor n = t.narrow(2, 1, 2);  // (2,3,2)
+  CHECK(n.to_f32_vector() == std::vector<float>{1, 2, 5, 6, 9, 10, 13, 14, 17, 18, 21, 22});
+  Tensor e = Tensor::from_vector(std::vector<float>{1, 2, 3}, {3, 1}).expand({2, 3, 4});
+  CHECK(e.strides()[0] == 0);
+  CHECK(e.strides()[2] == 0);
+  CHECK(e.to_f32_vector()[5] == 2.0f);
+  Tensor p = t.permute({2, 0, 1});
+  CHECK(p.shape() == Shape{4, 2, 3});
+  CHECK(p.contiguous().to_f32_vector()[1] == 4.0f);
+  CHECK(t.view({6, -1}).shape() == Shape{6, 4});
+  CHECK(tr.reshape({24}).to_f32_vector()[1] == 4.0f);
+  CHECK(tr.contiguous().storage() != t.storage());
+  CHECK(t.contiguous().storage() == t.storage());
+}
+
+TEST_CASE("dtype conversion round-trips") {
+  Tensor t = Tensor::from_vector(std::vector<float>{1.5f, -2.25f, 65504.f, 1e-8f}, {4});
+  auto back = t.to(DType::f16).to(DType::f32).to_f32_vector();
+  CHECK(back[0] == 1.5f);
+  CHECK(back[1] == -2.25f);
+  CHECK(back[2] == 65504.f);
+  CHECK(back[3] == 0.0f);  // below half's smallest subnormal
+  CHECK(f16_to_f32(f32_to_f16(5.9604645e-8f)) == 5.9604645e-8f);  // smallest subnormal survives
+  Tensor i = Tensor::from_vector(std::vector<int32_t>{3, -1}, {2}).to(DType::f64);
+  CHECK(i.to_f64_vector() == std::vector<double>{3.0, -1.0});
+}
+
+TEST_CASE("broadcasting follows NumPy rules") {
+  CHECK(broadcast_shapes({4, 1, 3}, {5, 1}, "t") == Shape{4, 5, 3});
+  CHECK_THROWS_AS(broadcast_shapes({4, 3}, {2, 3}, "add"), ShapeError);
+  Tensor a = Tensor::from_vector(iota(6), {2, 3});
+  Tensor b = Tensor::from_vector(std::vector<float>{10, 20, 30}, {3});
+  CHECK(ops::add(a, b).to_f32_vector() == std::vector<float>{10, 21, 32, 13, 24, 35});
+  Tensor col = Tensor::from_vector(std::vector<float>{1, 2}, {2, 1});
+  CHECK(ops::mul(a, col).to_f32_vector() == std::vector<float>{0, 1, 2, 6, 8, 10});
+  CHECK(ops::sum_to(ops::add(a, b), {3}).to_f32_vector() == std::vector<float>{23, 45, 67});
+}
+
+TEST_CASE("bad shapes and dtypes raise named errors") {
+  Tensor a = Tensor::zeros({4, 8}), b = Tensor::zeros({9, 3});
+  try {
+    ops::matmul(a, b);
+    FAIL("matmul accepted mismatched shapes");
+  } catch (const ShapeError& e) {
+    CHECK(std::string(e.what()) == "[matmul] inner dimensions differ: [4,8] x [9,3]");
+  }
+  CHECK_THROWS_AS(ops::add(Tensor::zeros({2, 3}), Tensor::zeros({3, 2})), ShapeError);
+  CHECK_THROWS_AS(ops::add(Tensor::zeros({2}), Tensor::zeros({2}, DType::f64)), DTypeError);
+  CHECK_THROWS_AS(ops::add(Tensor::zeros({2}, DType::i32), Tensor::zeros({2}, DType::i32)), DTypeError);
+  CHECK_THROWS_AS(a.view({5, -1}), ShapeError);
+  CHECK_THROWS_AS(a.narrow(1, 6, 3), IndexError);
+  CHECK_THROWS_AS(a.transpose(0, 2), IndexError);
+  CHECK_THROWS_AS(a.data<double>(), DTypeError);
+  CHECK_THROWS_AS(a.transpose(0, 1).view({32}), ShapeError);
+  CHECK_THROWS_AS(Tensor::zeros({int64_t{1} << 40, int64_t{1} << 40}), ShapeError);
+}
+
+TEST_CASE("matmul handles transposes, batches and strided views") {
+  // Reference: naive triple loop in double.
+  auto naive = [](const Tensor& a, const Tensor& b) {  // (M,K) x (K,N)
+    auto av = a.to_f64_vector(), bv = b.to_f64_vector();
+    const int64_t M = a.size(0), K = a.size(1), N = b.size(1);
+    std::vector<double> c(M * N, 0.0);
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t k = 0; k < K; ++k)
+        for (int64_t j = 0; j < N; ++j) c[i * N + j] += av[i * K + k] * bv[k * N + j];
+    return c;
+  };
+  std::vector<float> va(17 * 5), vb(5 * 3);
+  for (size_t i = 0; i < va.size(); ++i) va[i] = std::sin(0.37f * i);
+  for (size_t i = 0; i < vb.size(); ++i) vb[i] = std::cos(0.21f * i);
+  Tensor A = Tensor::from_vector(va, {17, 5}), B = Tensor::from_vector(vb, {5, 3});
+  auto ref = naive(A, B);
+  auto close = [&](const Tensor& c) {
+    auto v = c.to_f64_vector();
+    REQUIRE(v.size() == ref.size());
+    double err = 0;
+    for (size_t i = 0; i < v.size(); ++i) err = std::max(err, std::abs(v[i] - ref[i]));
+    return err < 1e-5;
+  };
+  CHECK(close(ops::matmul(A, B)));
+  CHECK(close(ops::matmul(A.transpose(0, 1).contiguous(), B, true, false)));
+  CHECK(close(ops::matmul(A, B.transpose(0, 1).contiguous(), false, true)));
+  CHECK(close(ops::matmul(A.transpose(0, 1).contiguous().transpose(0, 1), B)));  // strided view of A
+  // batch of 2 identical copies via expand, and a 3-D x 2-D fold
+  Tensor A3 = A.unsqueeze(0).expand({2, 17, 5});
+  auto c3 = ops::matmul(A3, B).to_f64_vector();
+  auto c3c = ops::matmul(A3.contiguous(), B).to_f64_vector();
+  CHECK(c3 == c3c);
+  CHECK(std::vector<double>(c3.begin() + 51, c3.end()) == std::vector<double>(c3.begin(), c3.begin() + 51));
+}
