@@ -50,7 +50,7 @@ Tensor layernorm(const Tensor& x, const Tensor& w, const Tensor& b, double eps =
 Tensor gelu(const Tensor& x);
 Tensor softmax(const Tensor& x, bool causal = false);
 // Draws its mask offset from rng (advancing it by numel) so the backward replays the same mask.
-// Identity (and no RNG use) when p == 0 or grad mode is off and training is false.
+// Identity (returns x, no RNG use) when p == 0 or training is false.
 Tensor dropout(const Tensor& x, double p, Rng& rng, bool training = true);
 // logits (N, V), targets i32 (N) -> 0-d mean loss over rows whose target != ignore_index.
 Tensor cross_entropy(const Tensor& logits, const Tensor& targets, int64_t ignore_index = -1);

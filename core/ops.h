@@ -65,7 +65,7 @@ Tensor softmax_backward(const Tensor& dy, const Tensor& y);  // y = softmax outp
 // ---- cross-entropy on integer targets: fused log-softmax + NLL, mean over non-ignored rows ----
 struct CrossEntropyOut {
   Tensor loss;    // 0-d, dtype of logits
-  Tensor lse;     // (N) row log-sum-exp, saved for backward
+  Tensor lse;     // (N) f64 row log-sum-exp, saved for backward
   int64_t count;  // rows that were not ignored
 };
 CrossEntropyOut cross_entropy(const Tensor& logits, const Tensor& targets, int64_t ignore_index = -1);

@@ -1,0 +1,176 @@
+// The training job end to end through the CLI entry point: a tiny run writes metrics and a resolved config,
+// is deterministic, and bad configs, data and arguments exit with the documented codes and messages.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "train/cli.h"
+#include "train/data.h"
+#include "train/tokenizer.h"
+
+using namespace alpha;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    path = fs::temp_directory_path() / ("alpha_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
+    fs::remove_all(path);
+    fs::create_directories(path);
+  }
+  ~TempDir() { fs::remove_all(path); }
+  static inline int counter = 0;
+};
+
+void write_file(const fs::path& p, const std::string& s) { std::ofstream(p, std::ios::binary) << s; }
+
+std::string corpus() {
+  std::string s;
+  for (int i = 0; i < 60; ++i) s += "the quick brown fox jumps over the lazy dog " + std::to_string(i % 7) + "\n";
+  return s;
+}
+
+// Runs `alpha args...` in-process, capturing stderr into `err`.
+int cli(std::vector<std::string> args, std::string* err = nullptr) {
+  args.insert(args.begin(), "alpha");
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  fflush(stderr);
+  char buf[] = "/tmp/alpha_cli_errXXXXXX";
+  const int fd = mkstemp(buf);
+  const int saved = dup(2);
+  dup2(fd, 2);
+  const int rc = run_cli(static_cast<int>(argv.size()), argv.data());
+  fflush(stderr);
+  dup2(saved, 2);
+  close(saved);
+  close(fd);
+  std::ifstream f(buf);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  if (err) *err = ss.str();
+  fs::remove(buf);
+  return rc;
+}
+
+std::string tiny_config(const fs::path& dir, const std::string& extra = "") {
+  write_file(dir / "data.txt", corpus());
+  const std::string cfg = R"({"out_dir": ")" + (dir / "run").string() + R"(", "seed": 7, "device": "cpu",
+    "model": {"n_layer": 1, "n_head": 2, "n_embd": 16, "block_size": 8, "dropout": 0.1, "bias": true},
+    "data": {"path": ")" + (dir / "data.txt").string() + R"("},
+    "train": {"batch_size": 4, "max_steps": 12, "eval_interval": 6, "eval_iters": 2, "sample_tokens": 20},
+    "optim": {"lr": 3e-3, "warmup_steps": 2, "decay_steps": 12}, "checkpoint": {"interval": 100})" + extra + "}";
+  write_file(dir / "cfg.json", cfg);
+  return (dir / "cfg.json").string();
+}
+
+std::vector<nlohmann::json> read_jsonl(const fs::path& p) {
+  std::ifstream f(p);
+  std::vector<nlohmann::json> out;
+  for (std::string line; std::getline(f, line);) out.push_back(nlohmann::json::parse(line));
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("a tiny training run writes metrics, the resolved config and a sample") {
+  TempDir d;
+  std::string err;
+  REQUIRE(cli({"train", tiny_config(d.path), "--quiet"}, &err) == kExitOk);
+  const auto lines = read_jsonl(d.path / "run" / "metrics.jsonl");
+  REQUIRE(!lines.empty());
+  CHECK(lines.front()["type"] == "run");
+  int steps = 0, evals = 0, samples = 0;
+  double first = 0, last = 0;
+  for (const auto& l : lines) {
+    if (l["type"] == "step") {
+      for (const char* k : {"step", "loss", "lr", "grad_norm", "tokens_per_sec", "step_ms", "elapsed_s"})
+        CHECK_MESSAGE(l.contains(k), "step record lacks " << k);
+      if (steps++ == 0) first = l["loss"];
+      last = l["loss"];
+    }
+    if (l["type"] == "eval") {
+      ++evals;
+      CHECK(l.contains("val_loss"));
+      CHECK(l.contains("train_loss"));
+    }
+    if (l["type"] == "sample") ++samples;
+  }
+  CHECK(steps == 12);
+  CHECK(evals == 2);
+  CHECK(samples == 1);
+  CHECK(last < first);  // lr 3e-3 on a repetitive corpus: the loss falls within 12 steps
+  const auto resolved = nlohmann::json::parse(std::ifstream(d.path / "run" / "config.json"));
+  CHECK(resolved["train"]["max_steps"] == 12);
+  CHECK(resolved["optim"]["beta2"] == 0.99);  // defaults are filled in
+}
+
+TEST_CASE("same seed, same device: identical losses; --set overrides apply") {
+  TempDir a, b;
+  REQUIRE(cli({"train", tiny_config(a.path), "--quiet"}) == kExitOk);
+  REQUIRE(cli({"train", tiny_config(b.path), "--quiet"}) == kExitOk);
+  auto losses = [](const fs::path& p) {
+    std::vector<double> v;
+    for (const auto& l : read_jsonl(p)) if (l["type"] == "step") v.push_back(l["loss"]);
+    return v;
+  };
+  CHECK(losses(a.path / "run" / "metrics.jsonl") == losses(b.path / "run" / "metrics.jsonl"));
+  TempDir c;
+  REQUIRE(cli({"train", tiny_config(c.path), "--quiet", "--set", "seed=8", "--set", "train.max_steps=5"}) == kExitOk);
+  const auto lc = losses(c.path / "run" / "metrics.jsonl");
+  CHECK(lc.size() == 5);
+  CHECK(lc[0] != losses(a.path / "run" / "metrics.jsonl")[0]);
+}
+
+TEST_CASE("bad configs exit 2 naming the key; bad data exits 3; bad usage exits 2") {
+  TempDir d;
+  const std::string cfg = tiny_config(d.path);
+  std::string err;
+  CHECK(cli({"train", cfg, "--quiet", "--set", "model.n_laye=2"}, &err) == kExitUsage);
+  CHECK(err.find("model.n_layer") != std::string::npos);
+  CHECK(cli({"train", cfg, "--quiet", "--set", "optim.lr=-1"}, &err) == kExitUsage);
+  CHECK(err.find("optim.lr") != std::string::npos);
+  CHECK(cli({"train", (d.path / "missing.json").string()}, &err) == kExitUsage);
+  CHECK(err.find("missing.json") != std::string::npos);
+  CHECK(cli({"train", cfg, "--bogus"}, &err) == kExitUsage);
+  CHECK(cli({"train"}, &err) == kExitUsage);
+  CHECK(cli({"frobnicate"}, &err) == kExitUsage);
+  CHECK(cli({"train", cfg, "--quiet", "--set", "data.path=" + (d.path / "nope.txt").string()}, &err) == kExitData);
+  CHECK(err.find("nope.txt") != std::string::npos);
+  write_file(d.path / "short.txt", "abc");
+  CHECK(cli({"train", cfg, "--quiet", "--set", "data.path=" + (d.path / "short.txt").string()}, &err) == kExitData);
+  CHECK(err.find("block_size") != std::string::npos);
+  write_file(d.path / "empty.txt", "");
+  CHECK(cli({"train", cfg, "--quiet", "--set", "data.path=" + (d.path / "empty.txt").string()}, &err) == kExitData);
+  CHECK(err.find("empty") != std::string::npos);
+  CHECK(cli({"--version"}) == kExitOk);
+  CHECK(cli({"--help"}) == kExitOk);
+  CHECK(cli({"train", "--help"}) == kExitOk);
+}
+
+TEST_CASE("char tokenizer round-trips Unicode and rejects unknown characters") {
+  const std::string text = "héllo wörld — ✓ ok\n";
+  CharTokenizer tok = CharTokenizer::train(text);
+  CHECK(tok.decode(tok.encode(text)) == text);
+  CHECK(tok.vocab_size() == 13);  // h é l o space w ö r d — ✓ k newline
+  CHECK_THROWS_AS(tok.encode("z"), ValueError);
+  auto back = tokenizer_from_json(tok.to_json());
+  CHECK(back->encode(text) == tok.encode(text));
+  CHECK(utf8_decode("\xff" "a") == std::vector<uint32_t>{0xfffd, 'a'});  // invalid byte never crashes
+}
+
+TEST_CASE("data windows follow nanoGPT's get_batch: y is x shifted by one") {
+  TextData d = TextData::from_text(corpus(), "char", 0.1, 8, "corpus");
+  Rng rng(3);
+  auto [x, y] = d.batch(false, 5, 8, rng);
+  const auto xv = x.to_f64_vector(), yv = y.to_f64_vector();
+  for (int b = 0; b < 5; ++b)
+    for (int t = 0; t < 7; ++t) CHECK(yv[b * 8 + t] == xv[b * 8 + t + 1]);
+  CHECK(d.split(false).size() + d.split(true).size() == corpus().size());
+}

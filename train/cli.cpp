@@ -1,0 +1,134 @@
+#include "train/cli.h"
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+#include "train/bench.h"
+#include "train/config.h"
+#include "train/data.h"
+#include "train/trainer.h"
+
+namespace alpha {
+
+namespace {
+
+constexpr const char* kMainHelp = R"(alpha — train GPT models on the CPU or any Vulkan GPU
+
+usage: alpha <command> [options]
+
+commands:
+  train CONFIG [--set key=value]... [--json] [--quiet]
+                      train a GPT from a JSON config (see docs/config.md)
+  bench cpu [--json]  CPU matmul GFLOP/s at GPT shapes and transformer-block step time
+  --help              this text; `alpha train --help` for the train command
+  --version           print the version
+
+exit codes: 0 ok, 1 runtime error, 2 usage or config error, 3 bad input data
+)";
+
+constexpr const char* kTrainHelp = R"(usage: alpha train CONFIG [--set key=value]... [--json] [--quiet]
+
+Trains the model described by CONFIG (a JSON file; every key is documented in docs/config.md).
+
+options:
+  --set key=value   override a config key, dotted path, e.g. --set train.max_steps=100
+                    (value parsed as JSON if it parses, else taken as a string); repeatable
+  --json            also stream the metrics JSONL records to stdout
+  --quiet           no progress output on stderr
+
+The resolved config is printed and saved as OUT_DIR/config.json; metrics go to OUT_DIR/metrics.jsonl.
+exit codes: 0 ok, 1 runtime error, 2 usage or config error, 3 bad input data
+)";
+
+struct UsageError : Error {
+  using Error::Error;
+};
+
+int cmd_train(const std::vector<std::string>& args) {
+  std::string config_path;
+  std::vector<std::string> overrides;
+  TrainOptions opt;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--help" || a == "-h") {
+      std::fputs(kTrainHelp, stdout);
+      return kExitOk;
+    } else if (a == "--set") {
+      ALPHA_CHECK(i + 1 < args.size(), UsageError, "[cli] --set needs key=value");
+      overrides.push_back(args[++i]);
+    } else if (a.rfind("--set=", 0) == 0) {
+      overrides.push_back(a.substr(6));
+    } else if (a == "--json") {
+      opt.json_stdout = true;
+    } else if (a == "--quiet") {
+      opt.quiet = true;
+    } else if (!a.empty() && a[0] == '-') {
+      throw UsageError(fmt::format("[cli] unknown option \"{}\" for train (see alpha train --help)", a));
+    } else {
+      ALPHA_CHECK(config_path.empty(), UsageError, "[cli] more than one config file: \"{}\" and \"{}\"", config_path, a);
+      config_path = a;
+    }
+  }
+  ALPHA_CHECK(!config_path.empty(), UsageError, "[cli] train needs a CONFIG file (see alpha train --help)");
+  for (const std::string& o : overrides)
+    ALPHA_CHECK(o.find('=') != std::string::npos, UsageError, "[cli] --set \"{}\" is not key=value", o);
+  const Config cfg = load_config(config_path, overrides);
+  if (!opt.quiet) std::fprintf(stderr, "config (resolved):\n%s\n", config_to_json(cfg).dump(2).c_str());
+  const TrainResult r = run_training(cfg, opt);
+  if (!opt.quiet) {
+    std::fprintf(stderr, "done: %lld steps in %.1f s, train loss %.4f, val loss %.4f\n",
+                 static_cast<long long>(r.steps), r.seconds, r.train_loss, r.val_loss);
+    if (!r.sample.empty()) std::fprintf(stderr, "sample:\n%s\n", r.sample.c_str());
+  }
+  return kExitOk;
+}
+
+int cmd_bench(const std::vector<std::string>& args) {
+  ALPHA_CHECK(!args.empty() && args[0] == "cpu", UsageError, "[cli] usage: alpha bench cpu [--json]");
+  bool json = false;
+  for (size_t i = 1; i < args.size(); ++i) {
+    ALPHA_CHECK(args[i] == "--json", UsageError, "[cli] unknown option \"{}\" for bench", args[i]);
+    json = true;
+  }
+  run_cpu_bench(json);
+  return kExitOk;
+}
+
+}  // namespace
+
+int run_cli(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  try {
+    if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
+      std::fputs(kMainHelp, args.empty() ? stderr : stdout);
+      return args.empty() ? kExitUsage : kExitOk;
+    }
+    if (args[0] == "--version") {
+      std::printf("alpha %s\n", ALPHA_VERSION);
+      return kExitOk;
+    }
+    const std::string cmd = args[0];
+    const std::vector<std::string> rest(args.begin() + 1, args.end());
+    if (cmd == "train") return cmd_train(rest);
+    if (cmd == "bench") return cmd_bench(rest);
+    throw UsageError(fmt::format("[cli] unknown command \"{}\" (see alpha --help)", cmd));
+  } catch (const UsageError& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return kExitUsage;
+  } catch (const ConfigError& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return kExitUsage;
+  } catch (const DataError& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return kExitData;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return kExitRuntime;
+  }
+}
+
+}  // namespace alpha

@@ -1,0 +1,528 @@
+// Config parsing and validation. The set of known keys is config_to_json(Config{}) — one source of truth for
+// unknown-key checks, overrides and did-you-mean, kept honest by the round-trip test.
+#include "train/config.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <set>
+#include <sstream>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+namespace alpha {
+namespace {
+
+using json = nlohmann::json;
+
+constexpr int64_t kMaxCount = 1'000'000'000;  // bound on counts: catches typos and keeps products in int64
+constexpr double kMaxElements = 1e12;         // sanity bound on parameter count and B*T*C activations
+
+std::string join_path(const std::string& prefix, const std::string& key) {
+  return prefix.empty() ? key : prefix + "." + key;
+}
+
+std::string lower(std::string_view s) {
+  std::string r(s);
+  for (char& ch : r) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  return r;
+}
+
+// Optimal string alignment distance: Levenshtein plus adjacent transpositions ("n_layre" is 1 from "n_layer").
+size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<std::vector<size_t>> d(a.size() + 1, std::vector<size_t>(b.size() + 1));
+  for (size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+  for (size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
+      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) {
+        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+      }
+    }
+  }
+  return d[a.size()][b.size()];
+}
+
+// The candidate closest to `word` (case-insensitive): edit distance <= 2 and below both lengths (so "ab" does
+// not suggest "lr"), else a shared prefix of >= 3 characters ("warmup" -> "warmup_steps"); "" if none.
+std::string closest(std::string_view word, const std::vector<std::string>& candidates) {
+  const std::string w = lower(word);
+  std::string best;
+  size_t best_d = std::numeric_limits<size_t>::max();
+  for (const auto& c : candidates) {
+    const std::string lc = lower(c);
+    const size_t d = edit_distance(w, lc);
+    if (d <= 2 && d < std::min(w.size(), lc.size()) && d < best_d) best = c, best_d = d;
+  }
+  if (!best.empty()) return best;
+  for (const auto& c : candidates) {
+    const std::string lc = lower(c);
+    const size_t n = std::min(w.size(), lc.size());
+    if (n >= 3 && w.compare(0, n, lc, 0, n) == 0) return c;
+  }
+  return "";
+}
+
+// Known keys: the defaults with every key present (sections are objects, leaves are values).
+const json& schema() {
+  static const json s = config_to_json(Config{});
+  return s;
+}
+
+std::vector<std::string> leaf_paths(const json& level = schema(), const std::string& prefix = "") {
+  std::vector<std::string> out;
+  for (const auto& [k, v] : level.items()) {
+    if (v.is_object()) {
+      for (auto& p : leaf_paths(v, join_path(prefix, k))) out.push_back(std::move(p));
+    } else {
+      out.push_back(join_path(prefix, k));
+    }
+  }
+  return out;
+}
+
+// "string \"64\"", "number 1.5", "boolean true", "null" — for "must be X, got Y" messages.
+std::string describe(const json& v) {
+  if (v.is_null()) return "null";
+  std::string text = v.dump(-1, ' ', false, json::error_handler_t::replace);
+  if (v.is_number_float() && !std::isfinite(v.get<double>())) text = fmt::format("{}", v.get<double>());
+  if (text.size() > 60) text = text.substr(0, 57) + "...";
+  const std::string type = v.is_boolean() ? "boolean" : v.is_number() ? "number" : v.type_name();
+  return type + " " + text;
+}
+
+std::string value_text(const json& v) {
+  if (v.is_number_float()) return fmt::format("{}", v.get<double>());
+  return v.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+// Throws the unknown-key error for `key` in the section at `prefix`, whose known keys are `level`'s.
+// `where` is "" for the config itself or " in override \"...\"".
+[[noreturn]] void unknown_key(const std::string& prefix, const std::string& key, const json& level,
+                              const std::string& where) {
+  const std::string full = join_path(prefix, key);
+  std::vector<std::string> siblings;
+  for (const auto& [k, v] : level.items()) siblings.push_back(k);
+  std::string hint;
+  const std::vector<std::string> leaves = leaf_paths();
+  std::vector<std::string> names;  // leaf names, parallel to `leaves`
+  for (const auto& p : leaves) names.push_back(p.substr(p.rfind('.') == std::string::npos ? 0 : p.rfind('.') + 1));
+  const auto same_name =
+      std::find_if(names.begin(), names.end(), [&](const auto& n) { return lower(n) == lower(key); });
+  if (std::find(leaves.begin(), leaves.end(), full) != leaves.end()) {
+    // A dotted key such as {"model.n_layer": 4}: right name, wrong shape.
+    const auto dot = full.find('.');
+    hint = fmt::format(" (sections are nested objects: write {{\"{}\": {{\"{}\": ...}}}})", full.substr(0, dot),
+                       full.substr(dot + 1));
+  } else if (same_name != names.end()) {
+    // A key in the wrong section ("lr" at the top level, "model.lr").
+    hint = fmt::format(" (did you mean \"{}\"?)", leaves[static_cast<size_t>(same_name - names.begin())]);
+  } else if (std::string s = closest(key, siblings); !s.empty()) {
+    hint = fmt::format(" (did you mean \"{}\"?)", join_path(prefix, s));
+  } else if (std::string s2 = closest(key, names); !s2.empty()) {
+    const auto it = std::find(names.begin(), names.end(), s2);
+    hint = fmt::format(" (did you mean \"{}\"?)", leaves[static_cast<size_t>(it - names.begin())]);
+  } else {
+    std::string known;
+    for (const auto& s3 : siblings) known += (known.empty() ? "" : ", ") + join_path(prefix, s3);
+    hint = fmt::format("; known keys{}: {}", prefix.empty() ? "" : " in \"" + prefix + "\"", known);
+  }
+  throw ConfigError(fmt::format("[config] unknown key \"{}\"{}{}", full, where, hint));
+}
+
+// Refuses keys not in `level` and sections that are not objects, recursively.
+void check_keys(const json& j, const json& level, const std::string& prefix) {
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    if (!level.contains(it.key())) unknown_key(prefix, it.key(), level, "");
+    const json& known = level.at(it.key());
+    if (known.is_object()) {
+      const std::string path = join_path(prefix, it.key());
+      if (!it->is_object()) {
+        throw ConfigError(fmt::format("[config] \"{}\" must be an object, got {}", path, describe(*it)));
+      }
+      check_keys(*it, known, path);
+    }
+  }
+}
+
+// The value at dotted `path`, or nullptr when absent (sections were already checked to be objects).
+const json* lookup(const json& root, std::string_view path) {
+  const json* node = &root;
+  while (true) {
+    const auto dot = path.find('.');
+    const std::string part(path.substr(0, dot));
+    const auto it = node->find(part);
+    if (it == node->end()) return nullptr;
+    node = &*it;
+    if (dot == std::string_view::npos) return node;
+    path.remove_prefix(dot + 1);
+  }
+}
+
+// Integers must be JSON integers, or floats with an integral value (nlohmann reads 1e3 as a float).
+int64_t get_int(const json& root, const char* path, int64_t def, int64_t lo, int64_t hi) {
+  const json* v = lookup(root, path);
+  if (!v) return def;
+  const bool integral_float = v->is_number_float() && std::isfinite(v->get<double>()) &&
+                              v->get<double>() == std::floor(v->get<double>());
+  if (!v->is_number_integer() && !integral_float) {
+    throw ConfigError(fmt::format("[config] \"{}\" must be an integer, got {}", path, describe(*v)));
+  }
+  // Compare in the value's own type so huge values cannot wrap before the range check.
+  bool below = false, above = false;
+  if (v->is_number_unsigned()) {
+    const uint64_t u = v->get<uint64_t>();
+    below = lo > 0 && u < static_cast<uint64_t>(lo);
+    above = u > static_cast<uint64_t>(hi);
+  } else if (v->is_number_integer()) {
+    below = v->get<int64_t>() < lo;
+    above = v->get<int64_t>() > hi;
+  } else {
+    below = v->get<double>() < static_cast<double>(lo);
+    above = v->get<double>() > static_cast<double>(hi);
+  }
+  if (below) throw ConfigError(fmt::format("[config] \"{}\" must be >= {}, got {}", path, lo, value_text(*v)));
+  if (above) throw ConfigError(fmt::format("[config] \"{}\" must be <= {}, got {}", path, hi, value_text(*v)));
+  return v->is_number_float() ? static_cast<int64_t>(v->get<double>()) : v->get<int64_t>();
+}
+
+uint64_t get_uint64(const json& root, const char* path, uint64_t def) {
+  const json* v = lookup(root, path);
+  if (!v) return def;
+  if (v->is_number_unsigned()) return v->get<uint64_t>();
+  if (v->is_number_integer() && v->get<int64_t>() >= 0) return static_cast<uint64_t>(v->get<int64_t>());
+  if (v->is_number_float()) {
+    const double d = v->get<double>();
+    // 2^64 is exactly representable; every double below it and >= 0 that is integral fits.
+    if (std::isfinite(d) && d >= 0 && d == std::floor(d) && d < 18446744073709551616.0) return static_cast<uint64_t>(d);
+  }
+  throw ConfigError(fmt::format("[config] \"{}\" must be a non-negative integer (< 2^64), got {}", path, describe(*v)));
+}
+
+struct Bound {
+  double v;
+  bool open;  // true: the bound itself is excluded
+};
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+double get_double(const json& root, const char* path, double def, Bound lo, Bound hi) {
+  const json* v = lookup(root, path);
+  if (!v) return def;
+  if (!v->is_number()) throw ConfigError(fmt::format("[config] \"{}\" must be a number, got {}", path, describe(*v)));
+  const double x = v->get<double>();
+  if (!std::isfinite(x)) throw ConfigError(fmt::format("[config] \"{}\" must be finite, got {}", path, x));
+  if (lo.open ? !(x > lo.v) : !(x >= lo.v)) {
+    throw ConfigError(fmt::format("[config] \"{}\" must be {} {}, got {}", path, lo.open ? ">" : ">=", lo.v, x));
+  }
+  if (hi.open ? !(x < hi.v) : !(x <= hi.v)) {
+    throw ConfigError(fmt::format("[config] \"{}\" must be {} {}, got {}", path, hi.open ? "<" : "<=", hi.v, x));
+  }
+  return x;
+}
+
+bool get_bool(const json& root, const char* path, bool def) {
+  const json* v = lookup(root, path);
+  if (!v) return def;
+  if (!v->is_boolean()) {
+    throw ConfigError(fmt::format("[config] \"{}\" must be a boolean (true or false), got {}", path, describe(*v)));
+  }
+  return v->get<bool>();
+}
+
+std::string get_string(const json& root, const char* path, const std::string& def, bool allow_empty = true) {
+  const json* v = lookup(root, path);
+  if (!v) return def;
+  if (!v->is_string()) throw ConfigError(fmt::format("[config] \"{}\" must be a string, got {}", path, describe(*v)));
+  if (!allow_empty && v->get<std::string>().empty()) {
+    throw ConfigError(fmt::format("[config] \"{}\" must not be empty", path));
+  }
+  return v->get<std::string>();
+}
+
+void check_choice(const char* path, const std::string& value, const std::vector<std::string>& choices) {
+  if (std::find(choices.begin(), choices.end(), value) != choices.end()) return;
+  std::string list;
+  for (const auto& c : choices) list += (list.empty() ? "" : ", ") + c;
+  const std::string s = closest(value, choices);
+  throw ConfigError(fmt::format("[config] \"{}\" must be one of {}, got \"{}\"{}", path, list, value,
+                                s.empty() ? "" : fmt::format(" (did you mean \"{}\"?)", s)));
+}
+
+void check_device(const std::string& d) {
+  if (d == "auto" || d == "cpu" || d == "vulkan") return;
+  const std::string_view n = std::string_view(d).substr(std::min<size_t>(d.size(), 7));
+  if (d.rfind("vulkan:", 0) == 0 && !n.empty() && n.size() <= 9 &&
+      std::all_of(n.begin(), n.end(), [](char ch) { return ch >= '0' && ch <= '9'; })) {
+    return;
+  }
+  const std::string s = closest(d, {"auto", "cpu", "vulkan"});
+  throw ConfigError(fmt::format("[config] \"device\" must be auto, cpu, vulkan or vulkan:N (N = GPU index >= 0), got "
+                                "\"{}\"{}", d, s.empty() ? "" : fmt::format(" (did you mean \"{}\"?)", s)));
+}
+
+// Products are computed in double so absurd sizes are reported instead of overflowing int64.
+void check_sizes(const Config& c) {
+  const auto& m = c.model;
+  const double C = static_cast<double>(m.n_embd), L = static_cast<double>(m.n_layer);
+  // GPT-2 layout: token + position embeddings, per block 12*C^2 weights + biases/LayerNorms, final LayerNorm.
+  const double params = static_cast<double>(m.vocab_size) * C + static_cast<double>(m.block_size) * C +
+                        L * (12.0 * C * C + 13.0 * C) + 2.0 * C;
+  if (params > kMaxElements) {
+    throw ConfigError(fmt::format("[config] model too large: about {:.3g} parameters (model.n_layer={}, "
+                                  "model.n_embd={}, model.block_size={}, model.vocab_size={}); the limit is {:g}",
+                                  params, m.n_layer, m.n_embd, m.block_size, m.vocab_size, kMaxElements));
+  }
+  const double acts = static_cast<double>(c.train.batch_size) * static_cast<double>(m.block_size) * C;
+  if (acts > kMaxElements) {
+    throw ConfigError(fmt::format("[config] \"train.batch_size\" * \"model.block_size\" * \"model.n_embd\" = {} * {} "
+                                  "* {} = {:.3g} activations per layer, above the limit {:g}",
+                                  c.train.batch_size, m.block_size, m.n_embd, acts, kMaxElements));
+  }
+}
+
+std::string trim(const std::string& s) {
+  const auto b = s.find_first_not_of(" \t");
+  if (b == std::string::npos) return "";
+  return s.substr(b, s.find_last_not_of(" \t") - b + 1);
+}
+
+// "a.b=value": the value is JSON if it parses, else the raw text as a string (so data.path=x.txt works).
+void apply_override(json& root, const std::string& ov) {
+  const auto eq = ov.find('=');
+  const std::string key = eq == std::string::npos ? "" : trim(ov.substr(0, eq));
+  if (key.empty()) {
+    throw ConfigError(
+        fmt::format("[config] override \"{}\" must look like key.path=value (e.g. train.max_steps=100)", ov));
+  }
+  const std::string text = ov.substr(eq + 1);
+  json value = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (value.is_discarded()) value = text;
+
+  const std::string where = fmt::format(" in override \"{}\"", ov);
+  const json* level = &schema();
+  json* node = &root;
+  std::string prefix;
+  size_t start = 0;
+  while (true) {
+    const auto dot = key.find('.', start);
+    const std::string part = key.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+    if (part.empty()) {
+      throw ConfigError(fmt::format("[config] override \"{}\": empty name in key path \"{}\"", ov, key));
+    }
+    if (!level->contains(part)) unknown_key(prefix, part, *level, where);
+    level = &level->at(part);
+    const std::string path = join_path(prefix, part);
+    if (dot != std::string::npos && !level->is_object()) {
+      throw ConfigError(
+          fmt::format("[config] unknown key \"{}\"{}: \"{}\" is a value, not a section", key, where, path));
+    }
+    if (dot == std::string::npos) {
+      // A whole section ("model={...}") merges into what the file set rather than replacing it.
+      if (level->is_object() && value.is_object() && node->contains(part) && (*node)[part].is_object()) {
+        (*node)[part].update(value);
+      } else {
+        (*node)[part] = std::move(value);
+      }
+      return;
+    }
+    if (!node->contains(part)) (*node)[part] = json::object();
+    json& next = (*node)[part];
+    if (!next.is_object()) {
+      throw ConfigError(fmt::format("[config] \"{}\" must be an object, got {}", path, describe(next)));
+    }
+    node = &next;
+    prefix = path;
+    start = dot + 1;
+  }
+}
+
+// Strict JSON parse; refuses duplicate keys (nlohmann would silently keep the last one).
+json parse_json_text(const std::string& text, const std::string& origin) {
+  if (text.find_first_not_of(" \t\r\n") == std::string::npos) {
+    throw ConfigError(fmt::format("[config] {}: empty config (expected a JSON object)", origin));
+  }
+  struct Frame {
+    std::string path, last_key;
+    std::set<std::string> keys;
+    bool is_object;
+  };
+  std::vector<Frame> stack;
+  const json::parser_callback_t on_event = [&](int, json::parse_event_t ev, json& parsed) {
+    using E = json::parse_event_t;
+    if (ev == E::object_start || ev == E::array_start) {
+      std::string path;
+      if (!stack.empty()) path = stack.back().is_object ? join_path(stack.back().path, stack.back().last_key)
+                                                         : stack.back().path + "[]";
+      stack.push_back({path, "", {}, ev == E::object_start});
+    } else if (ev == E::object_end || ev == E::array_end) {
+      stack.pop_back();
+    } else if (ev == E::key) {
+      Frame& f = stack.back();
+      f.last_key = parsed.get<std::string>();
+      if (!f.keys.insert(f.last_key).second) {
+        throw ConfigError(fmt::format("[config] {}: duplicate key \"{}\"", origin, join_path(f.path, f.last_key)));
+      }
+    }
+    return true;
+  };
+  try {
+    return json::parse(text, on_event);
+  } catch (const json::parse_error& e) {
+    // what(): "[json.exception.parse_error.101] parse error at line L, column C: <detail>"
+    const std::string w = e.what();
+    size_t line = 0, col = 0;
+    std::string detail = w;
+    if (const auto p = w.find("at line "); p != std::string::npos &&
+                                           std::sscanf(w.c_str() + p, "at line %zu, column %zu", &line, &col) == 2) {
+      const auto colon = w.find(": ", p);
+      if (colon != std::string::npos) detail = w.substr(colon + 2);
+    }
+    const std::string where = line > 0 ? fmt::format("{}:{}:{}", origin, line, col) : origin;
+    // '/' is never valid outside a JSON string, so an error on it is a // or /* comment.
+    if (e.byte >= 1 && e.byte <= text.size() && text[e.byte - 1] == '/') {
+      throw ConfigError(fmt::format("[config] {}: comments are not allowed (config files are strict JSON); "
+                                    "remove the // or /* */ comment", where));
+    }
+    throw ConfigError(fmt::format("[config] {}: invalid JSON: {}", where, detail));
+  } catch (const json::exception& e) {
+    // Not a syntax error, e.g. out_of_range 406 "number overflow parsing '1e400'".
+    const std::string w = e.what();
+    const auto bracket = w.find("] ");
+    throw ConfigError(fmt::format("[config] {}: invalid JSON: {}", origin,
+                                  bracket == std::string::npos ? w : w.substr(bracket + 2)));
+  }
+}
+
+}  // namespace
+
+Config parse_config(const json& j) {
+  if (!j.is_object()) throw ConfigError(fmt::format("[config] the config must be a JSON object, got {}", describe(j)));
+  check_keys(j, schema(), "");
+  const Config d;
+  Config c;
+  c.out_dir = get_string(j, "out_dir", d.out_dir, /*allow_empty=*/false);
+  c.seed = get_uint64(j, "seed", d.seed);
+  c.device = get_string(j, "device", d.device);
+  check_device(c.device);
+  c.init_from = get_string(j, "init_from", d.init_from);
+
+  auto& m = c.model;
+  m.n_layer = get_int(j, "model.n_layer", d.model.n_layer, 1, 1000);
+  m.n_head = get_int(j, "model.n_head", d.model.n_head, 1, 1024);
+  m.n_embd = get_int(j, "model.n_embd", d.model.n_embd, 1, 65536);
+  m.block_size = get_int(j, "model.block_size", d.model.block_size, 1, int64_t{1} << 20);
+  m.vocab_size = get_int(j, "model.vocab_size", d.model.vocab_size, 0, int64_t{1} << 24);
+  m.dropout = get_double(j, "model.dropout", d.model.dropout, {0, false}, {1, true});
+  m.bias = get_bool(j, "model.bias", d.model.bias);
+  if (m.n_embd % m.n_head != 0) {
+    throw ConfigError(fmt::format("[config] \"model.n_embd\" ({}) must be divisible by \"model.n_head\" ({})", m.n_embd,
+                                  m.n_head));
+  }
+
+  auto& da = c.data;
+  da.path = get_string(j, "data.path", d.data.path);
+  da.tokenizer = get_string(j, "data.tokenizer", d.data.tokenizer);
+  check_choice("data.tokenizer", da.tokenizer, {"char", "word", "bpe", "gpt2"});
+  da.val_fraction = get_double(j, "data.val_fraction", d.data.val_fraction, {0, true}, {1, true});
+  da.sampling = get_string(j, "data.sampling", d.data.sampling);
+  check_choice("data.sampling", da.sampling, {"random", "sequential"});
+
+  auto& t = c.train;
+  t.batch_size = get_int(j, "train.batch_size", d.train.batch_size, 1, kMaxCount);
+  t.grad_accum = get_int(j, "train.grad_accum", d.train.grad_accum, 1, kMaxCount);
+  t.max_steps = get_int(j, "train.max_steps", d.train.max_steps, 1, kMaxCount);
+  t.eval_interval = get_int(j, "train.eval_interval", d.train.eval_interval, 1, kMaxCount);
+  t.eval_iters = get_int(j, "train.eval_iters", d.train.eval_iters, 1, kMaxCount);
+  t.log_interval = get_int(j, "train.log_interval", d.train.log_interval, 1, kMaxCount);
+  t.sample_tokens = get_int(j, "train.sample_tokens", d.train.sample_tokens, 0, kMaxCount);
+
+  auto& o = c.optim;
+  o.lr = get_double(j, "optim.lr", d.optim.lr, {0, true}, {kInf, true});
+  o.min_lr = get_double(j, "optim.min_lr", d.optim.min_lr, {0, false}, {kInf, true});
+  if (o.min_lr > o.lr) {
+    throw ConfigError(fmt::format("[config] \"optim.min_lr\" ({}) must be <= \"optim.lr\" ({})", o.min_lr, o.lr));
+  }
+  o.warmup_steps = get_int(j, "optim.warmup_steps", d.optim.warmup_steps, 0, kMaxCount);
+  o.schedule = get_string(j, "optim.schedule", d.optim.schedule);
+  check_choice("optim.schedule", o.schedule, {"constant", "cosine", "linear", "wsd"});
+  o.decay_steps = get_int(j, "optim.decay_steps", d.optim.decay_steps, 1, kMaxCount);
+  o.wsd_decay_fraction = get_double(j, "optim.wsd_decay_fraction", d.optim.wsd_decay_fraction, {0, false}, {1, false});
+  o.weight_decay = get_double(j, "optim.weight_decay", d.optim.weight_decay, {0, false}, {kInf, true});
+  o.beta1 = get_double(j, "optim.beta1", d.optim.beta1, {0, false}, {1, true});
+  o.beta2 = get_double(j, "optim.beta2", d.optim.beta2, {0, false}, {1, true});
+  o.eps = get_double(j, "optim.eps", d.optim.eps, {0, true}, {kInf, true});
+  o.grad_clip = get_double(j, "optim.grad_clip", d.optim.grad_clip, {0, false}, {kInf, true});
+
+  c.checkpoint.interval = get_int(j, "checkpoint.interval", d.checkpoint.interval, 1, kMaxCount);
+  c.checkpoint.keep_last = get_int(j, "checkpoint.keep_last", d.checkpoint.keep_last, 1, kMaxCount);
+  c.metrics.path = get_string(j, "metrics.path", d.metrics.path, /*allow_empty=*/false);
+
+  check_sizes(c);
+  return c;
+}
+
+Config load_config_text(const std::string& json_text, const std::vector<std::string>& overrides,
+                        const std::string& origin) {
+  json j = parse_json_text(json_text, origin);
+  if (!j.is_object()) {
+    throw ConfigError(fmt::format("[config] {}: the config must be a JSON object, got {}", origin, describe(j)));
+  }
+  for (const auto& ov : overrides) apply_override(j, ov);
+  return parse_config(j);
+}
+
+Config load_config(const std::string& path, const std::vector<std::string>& overrides) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::file_status st = fs::status(path, ec);
+  if (!fs::exists(st)) throw ConfigError(fmt::format("[config] cannot read config file \"{}\": no such file", path));
+  if (fs::is_directory(st)) {
+    throw ConfigError(fmt::format("[config] cannot read config file \"{}\": it is a directory", path));
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw ConfigError(fmt::format("[config] cannot read config file \"{}\": {}", path, std::strerror(errno)));
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) throw ConfigError(fmt::format("[config] error reading config file \"{}\"", path));
+  return load_config_text(text.str(), overrides, path);
+}
+
+json config_to_json(const Config& c) {
+  const auto& m = c.model;
+  const auto& o = c.optim;
+  const auto& t = c.train;
+  return json{
+      {"out_dir", c.out_dir},
+      {"seed", c.seed},
+      {"device", c.device},
+      {"init_from", c.init_from},
+      {"model",
+       {{"n_layer", m.n_layer}, {"n_head", m.n_head}, {"n_embd", m.n_embd}, {"block_size", m.block_size},
+        {"vocab_size", m.vocab_size}, {"dropout", m.dropout}, {"bias", m.bias}}},
+      {"data",
+       {{"path", c.data.path}, {"tokenizer", c.data.tokenizer}, {"val_fraction", c.data.val_fraction},
+        {"sampling", c.data.sampling}}},
+      {"train",
+       {{"batch_size", t.batch_size}, {"grad_accum", t.grad_accum}, {"max_steps", t.max_steps},
+        {"eval_interval", t.eval_interval}, {"eval_iters", t.eval_iters}, {"log_interval", t.log_interval},
+        {"sample_tokens", t.sample_tokens}}},
+      {"optim",
+       {{"lr", o.lr}, {"min_lr", o.min_lr}, {"warmup_steps", o.warmup_steps}, {"schedule", o.schedule},
+        {"decay_steps", o.decay_steps}, {"wsd_decay_fraction", o.wsd_decay_fraction},
+        {"weight_decay", o.weight_decay}, {"beta1", o.beta1}, {"beta2", o.beta2}, {"eps", o.eps},
+        {"grad_clip", o.grad_clip}}},
+      {"checkpoint", {{"interval", c.checkpoint.interval}, {"keep_last", c.checkpoint.keep_last}}},
+      {"metrics", {{"path", c.metrics.path}}},
+  };
+}
+
+}  // namespace alpha

@@ -1,0 +1,113 @@
+#include "train/gpt.h"
+
+#include <cmath>
+
+#include "autograd/ops.h"
+#include "core/error.h"
+
+namespace alpha {
+
+Tensor GPT::add_param(const std::string& name, const Shape& shape, double std, Rng& rng, double fill) {
+  Tensor t = Tensor::empty(shape, DType::f32);
+  float* p = t.mutable_data<float>();
+  const int64_t n = t.numel();
+  for (int64_t i = 0; i < n; ++i) p[i] = std > 0 ? static_cast<float>(rng.normal() * std) : static_cast<float>(fill);
+  t.set_requires_grad(true).set_name(name);
+  params_.emplace_back(name, t);
+  return t;
+}
+
+GPT::GPT(const GPTConfig& cfg, Rng& rng) : cfg_(cfg) {
+  ALPHA_CHECK(cfg.n_embd % cfg.n_head == 0, ValueError, "[gpt] n_embd {} is not divisible by n_head {}", cfg.n_embd,
+              cfg.n_head);
+  ALPHA_CHECK(cfg.vocab_size > 0 && cfg.block_size > 0 && cfg.n_layer > 0, ValueError,
+              "[gpt] vocab_size, block_size and n_layer must be positive");
+  const int64_t C = cfg.n_embd, V = cfg.vocab_size;
+  const double proj_std = 0.02 / std::sqrt(2.0 * static_cast<double>(cfg.n_layer));
+  wte_ = add_param("transformer.wte.weight", {V, C}, 0.02, rng);
+  wpe_ = add_param("transformer.wpe.weight", {cfg.block_size, C}, 0.02, rng);
+  for (int64_t l = 0; l < cfg.n_layer; ++l) {
+    const std::string p = "transformer.h." + std::to_string(l) + ".";
+    Block b;
+    b.ln1_w = add_param(p + "ln_1.weight", {C}, 0, rng, 1.0);
+    if (cfg.bias) b.ln1_b = add_param(p + "ln_1.bias", {C}, 0, rng);
+    b.attn_w = add_param(p + "attn.c_attn.weight", {3 * C, C}, 0.02, rng);
+    if (cfg.bias) b.attn_b = add_param(p + "attn.c_attn.bias", {3 * C}, 0, rng);
+    b.proj_w = add_param(p + "attn.c_proj.weight", {C, C}, proj_std, rng);
+    if (cfg.bias) b.proj_b = add_param(p + "attn.c_proj.bias", {C}, 0, rng);
+    b.ln2_w = add_param(p + "ln_2.weight", {C}, 0, rng, 1.0);
+    if (cfg.bias) b.ln2_b = add_param(p + "ln_2.bias", {C}, 0, rng);
+    b.fc_w = add_param(p + "mlp.c_fc.weight", {4 * C, C}, 0.02, rng);
+    if (cfg.bias) b.fc_b = add_param(p + "mlp.c_fc.bias", {4 * C}, 0, rng);
+    b.fc2_w = add_param(p + "mlp.c_proj.weight", {C, 4 * C}, proj_std, rng);
+    if (cfg.bias) b.fc2_b = add_param(p + "mlp.c_proj.bias", {C}, 0, rng);
+    blocks_.push_back(b);
+  }
+  lnf_w_ = add_param("transformer.ln_f.weight", {C}, 0, rng, 1.0);
+  if (cfg.bias) lnf_b_ = add_param("transformer.ln_f.bias", {C}, 0, rng);
+}
+
+std::vector<Tensor> GPT::parameters() const {
+  std::vector<Tensor> out;
+  for (const auto& [n, t] : params_) out.push_back(t);
+  return out;
+}
+
+Tensor GPT::parameter(const std::string& name) const {
+  for (const auto& [n, t] : params_)
+    if (n == name) return t;
+  throw ValueError(fmt::format("[gpt] no parameter named \"{}\"", name));
+}
+
+int64_t GPT::num_parameters(bool include_position_embedding) const {
+  int64_t n = 0;
+  for (const auto& [name, t] : params_) n += t.numel();
+  return include_position_embedding ? n : n - wpe_.numel();
+}
+
+double GPT::flops_per_token(int64_t T) const {
+  // PaLM appendix B: 6N for the weights plus 12 * L * C * T for attention scores and values.
+  const double N = static_cast<double>(num_parameters(false));
+  return 6.0 * N + 12.0 * static_cast<double>(cfg_.n_layer * cfg_.n_embd * T);
+}
+
+Tensor GPT::block_forward(const Block& b, const Tensor& x, bool training, Rng& rng) const {
+  const int64_t B = x.size(0), T = x.size(1), C = cfg_.n_embd, H = cfg_.n_head, D = C / H;
+  const double p = cfg_.dropout;
+  // Attention: (B, T, C) -> qkv (B, T, 3C) -> q, k, v (B, H, T, D)
+  Tensor h = ag::layernorm(x, b.ln1_w, b.ln1_b);
+  Tensor qkv = ag::linear(h, b.attn_w, b.attn_b);
+  auto head = [&](int64_t i) { return ag::transpose(ag::reshape(ag::narrow(qkv, 2, i * C, C), {B, T, H, D}), 1, 2); };
+  Tensor q = head(0), k = head(1), v = head(2);
+  Tensor att = ag::scale(ag::matmul(q, k, false, true), 1.0 / std::sqrt(static_cast<double>(D)));  // (B, H, T, T)
+  att = ag::dropout(ag::softmax(att, /*causal=*/true), p, rng, training);
+  Tensor y = ag::matmul(att, v);                                       // (B, H, T, D)
+  y = ag::reshape(ag::contiguous(ag::transpose(y, 1, 2)), {B, T, C});  // (B, T, C)
+  Tensor x1 = ag::add(x, ag::dropout(ag::linear(y, b.proj_w, b.proj_b), p, rng, training));
+  // MLP: (B, T, C) -> (B, T, 4C) -> (B, T, C)
+  Tensor m = ag::gelu(ag::linear(ag::layernorm(x1, b.ln2_w, b.ln2_b), b.fc_w, b.fc_b));
+  return ag::add(x1, ag::dropout(ag::linear(m, b.fc2_w, b.fc2_b), p, rng, training));
+}
+
+Tensor GPT::forward(const Tensor& idx, bool training, Rng& rng) const {
+  ALPHA_CHECK(idx.dim() == 2, ShapeError, "[gpt] idx must be (B, T), got {}", idx.str());
+  const int64_t T = idx.size(1);
+  ALPHA_CHECK(T >= 1 && T <= cfg_.block_size, ShapeError, "[gpt] sequence length {} exceeds block_size {}", T,
+              cfg_.block_size);
+  Tensor tok = ag::embedding(wte_, idx);                                 // (B, T, C)
+  Tensor pos = ag::narrow(wpe_, 0, 0, T);                                // (T, C), broadcast over B
+  Tensor x = ag::dropout(ag::add(tok, pos), cfg_.dropout, rng, training);
+  for (const Block& b : blocks_) x = block_forward(b, x, training, rng);
+  x = ag::layernorm(x, lnf_w_, lnf_b_);
+  return ag::linear(x, wte_, Tensor());  // tied LM head: (B, T, C) @ (V, C)^T -> (B, T, V)
+}
+
+Tensor GPT::loss(const Tensor& idx, const Tensor& targets, bool training, Rng& rng) const {
+  ALPHA_CHECK(targets.shape() == idx.shape(), ShapeError, "[gpt] targets {} do not match idx {}", targets.str(),
+              idx.str());
+  Tensor logits = forward(idx, training, rng);
+  const int64_t V = cfg_.vocab_size;
+  return ag::cross_entropy(ag::reshape(logits, {-1, V}), targets.reshape({-1}));
+}
+
+}  // namespace alpha

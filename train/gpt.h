@@ -1,0 +1,55 @@
+// GPT: nanoGPT / GPT-2 decoder. Token + learned position embeddings, n_layer pre-LayerNorm blocks (causal
+// multi-head attention with one fused QKV projection, MLP 4C with GELU), final LayerNorm, LM head tied to
+// the token embedding. Parameter names follow nanoGPT's state_dict so weights map across tools.
+//
+// Dimension legend: B batch, T time (<= block_size), C n_embd, H n_head, D = C / H, V vocab_size.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/rng.h"
+#include "core/tensor.h"
+
+namespace alpha {
+
+struct GPTConfig {
+  int64_t n_layer = 6, n_head = 6, n_embd = 384, block_size = 256, vocab_size = 65;
+  double dropout = 0.0;
+  bool bias = false;
+};
+
+class GPT {
+ public:
+  // Weights ~ N(0, 0.02), residual projections (c_proj) ~ N(0, 0.02 / sqrt(2 n_layer)), biases 0, LN 1/0.
+  GPT(const GPTConfig& cfg, Rng& init_rng);
+
+  const GPTConfig& config() const { return cfg_; }
+  // (name, tensor) in a fixed order; every tensor is an f32 leaf that requires grad.
+  const std::vector<std::pair<std::string, Tensor>>& named_parameters() const { return params_; }
+  std::vector<Tensor> parameters() const;
+  Tensor parameter(const std::string& name) const;  // throws ValueError for unknown names
+  int64_t num_parameters(bool include_position_embedding = true) const;
+
+  // idx i32 (B, T) -> logits (B, T, V). `dropout_rng` draws the dropout masks when training.
+  Tensor forward(const Tensor& idx, bool training, Rng& dropout_rng) const;
+  // Mean cross-entropy of forward(idx) against targets i32 (B, T).
+  Tensor loss(const Tensor& idx, const Tensor& targets, bool training, Rng& dropout_rng) const;
+  // FLOPs of one forward+backward per token (6N + attention), for MFU.
+  double flops_per_token(int64_t T) const;
+
+ private:
+  struct Block {
+    Tensor ln1_w, ln1_b, attn_w, attn_b, proj_w, proj_b, ln2_w, ln2_b, fc_w, fc_b, fc2_w, fc2_b;
+  };
+  Tensor add_param(const std::string& name, const Shape& shape, double std, Rng& rng, double fill = 0.0);
+  Tensor block_forward(const Block& blk, const Tensor& x, bool training, Rng& rng) const;
+
+  GPTConfig cfg_;
+  std::vector<std::pair<std::string, Tensor>> params_;
+  Tensor wte_, wpe_, lnf_w_, lnf_b_;
+  std::vector<Block> blocks_;
+};
+
+}  // namespace alpha
