@@ -140,6 +140,16 @@ void Device::create_instance(bool validation) {
   VkInstanceCreateInfo info{};
   info.sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO;
   info.pApplicationInfo = &app;
+  // Validation also checks synchronization: a missing barrier between dependent dispatches is an error.
+  const VkValidationFeatureEnableEXT enables[] = {VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT};
+  VkValidationFeaturesEXT vf{};
+  vf.sType = VK_STRUCTURE_TYPE_VALIDATION_FEATURES_EXT;
+  vf.enabledValidationFeatureCount = 1;
+  vf.pEnabledValidationFeatures = enables;
+  if (validation) {
+    info.pNext = &vf;
+    exts.push_back(VK_EXT_VALIDATION_FEATURES_EXTENSION_NAME);
+  }
   info.enabledLayerCount = static_cast<uint32_t>(layers.size());
   info.ppEnabledLayerNames = layers.data();
   info.enabledExtensionCount = static_cast<uint32_t>(exts.size());
