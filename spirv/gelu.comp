@@ -1,6 +1,7 @@
 // GELU, tanh approximation (GPT-2): y = 0.5 x (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3).
-// The tanh argument is clamped to +-15 (tanh is +-1 in f32 there) so exp-based tanh cannot overflow.
-// BACKWARD: dx = dy * (0.5 (1 + t) + 0.5 x (1 - t^2) sqrt(2/pi) (1 + 3 * 0.044715 x^2)).
+// u is clamped to +-10 (tanh rounds to +-1 in f32 there), as on the CPU, so exp-based tanh cannot overflow.
+// BACKWARD: dx = dy * (0.5 (1 + t) + 0.5 x (1 - t^2) sqrt(2/pi) (1 + 3 * 0.044715 x^2)); the second term is
+// 0 where u is clamped (also for u = +-inf from an overflowing x^3, which would otherwise give 0 * inf).
 #version 450
 #include "common.glsl"
 #include "push_constants.h"
@@ -10,6 +11,7 @@ layout(push_constant) uniform Push { GeluPC p; };
 
 const float K0 = 0.7978845608028654;  // sqrt(2/pi)
 const float K1 = 0.044715;
+const float LIM = 10.0;  // core/cpu/gelu.cpp's f32 clamp
 
 #ifdef BACKWARD
 layout(std430, binding = 0) readonly buffer DY { float dy[]; };
@@ -19,8 +21,11 @@ void main() {
   const uint i = linear_id();
   if (i >= p.n) return;
   const float v = x[i];
-  const float t = tanh(clamp(K0 * (v + K1 * v * v * v), -15.0, 15.0));
-  dx[i] = dy[i] * (0.5 * (1.0 + t) + 0.5 * v * (1.0 - t * t) * K0 * (1.0 + 3.0 * K1 * v * v));
+  const float u = K0 * (v + K1 * v * v * v);
+  const float t = tanh(clamp(u, -LIM, LIM));
+  float d = 0.5 * (1.0 + t);
+  if (abs(u) < LIM) d += 0.5 * v * (1.0 - t * t) * K0 * (1.0 + 3.0 * K1 * v * v);
+  dx[i] = dy[i] * d;
 }
 #else
 layout(std430, binding = 0) readonly buffer X { float x[]; };
@@ -29,6 +34,6 @@ void main() {
   const uint i = linear_id();
   if (i >= p.n) return;
   const float v = x[i];
-  y[i] = 0.5 * v * (1.0 + tanh(clamp(K0 * (v + K1 * v * v * v), -15.0, 15.0)));
+  y[i] = 0.5 * v * (1.0 + tanh(clamp(K0 * (v + K1 * v * v * v), -LIM, LIM)));
 }
 #endif

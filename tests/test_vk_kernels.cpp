@@ -194,8 +194,11 @@ TEST_CASE("vk gelu forward and backward match the tanh-approximation reference")
     // atol: 1 - t^2 cancels in f32 for |x| around 3, on the CPU as well
     expect_close(on_gpu([&] { return ops::gelu_backward(dy, x); }), dx, s, 1e-5, 1e-5, "gelu_backward " + shape_str(s));
   }
-  const Tensor big = Tensor::from_vector(std::vector<float>{-60.f, -20.f, 20.f, 60.f, 0.f}, {5});
-  expect_close(on_gpu([&] { return ops::gelu(big); }), std::vector<double>{0, 0, 20, 60, 0}, {5}, 1e-6, 1e-6,
+  const Tensor big = Tensor::from_vector(std::vector<float>{-60.f, -20.f, 20.f, 60.f, 0.f, 1e20f, -1e20f}, {7});
+  expect_close(on_gpu([&] { return ops::gelu(big); }), std::vector<double>{0, 0, 20, 60, 0, 1e20, 0}, {7}, 1e-6, 1e-6,
                "gelu saturates without NaN");
+  const Tensor ones = Tensor::ones({7});  // where u is clamped the derivative is exactly 0 or 1 (x^3 may be inf)
+  expect_close(on_gpu([&] { return ops::gelu_backward(ones, big); }), std::vector<double>{0, 0, 1, 1, 0.5, 1, 0}, {7},
+               0, 1e-6, "gelu_backward saturates without NaN");
   expect_clean();
 }

@@ -15,8 +15,9 @@ TEST_CASE("vk cross-entropy forward and backward match the reference, ignore_ind
   struct Case {
     int64_t N, V;
   };
-  for (const Case c : {Case{1, 1}, Case{3, 17}, Case{17, 65}, Case{5, 300}}) {
-    const Tensor logits = randn({c.N, c.V}, 50, 3.0);
+  for (const Case c : {Case{1, 1}, Case{3, 17}, Case{17, 65}, Case{5, 300}, Case{4, 3}}) {
+    // The last case has large logits: lse near 1e3 must survive the f32 <-> f64 bit conversion.
+    const Tensor logits = c.V == 3 ? randn({c.N, c.V}, 53, 1000.0) : randn({c.N, c.V}, 50, 3.0);
     Rng rng(51);
     std::vector<int32_t> t(static_cast<size_t>(c.N));
     for (auto& x : t) x = static_cast<int32_t>(rng.below(static_cast<uint64_t>(c.V)));
@@ -41,9 +42,14 @@ TEST_CASE("vk cross-entropy forward and backward match the reference, ignore_ind
     const std::string what = fmt::format("N={} V={}", c.N, c.V);
     CHECK(out.count == count);
     expect_close(out.loss, std::vector<double>{total / count}, {}, 1e-5, 1e-6, what + " loss");
+    CHECK(out.lse.dtype() == DType::f64);  // core/ops.h: lse is f64 whatever the backend
     expect_close(out.lse, lse, {c.N}, 1e-5, 1e-6, what + " lse");
     const Tensor d = on_gpu([&] { return ops::cross_entropy_backward(logits, targets, out.lse, dloss, count, -1); });
     expect_close(d, dx, {c.N, c.V}, 1e-4, 1e-6, what + " dlogits");
+    // An lse made on the host (as the CPU forward makes it) works for the GPU backward too.
+    const Tensor host_lse = Tensor::from_vector(lse, {c.N});
+    const Tensor d2 = on_gpu([&] { return ops::cross_entropy_backward(logits, targets, host_lse, dloss, count, -1); });
+    expect_close(d2, dx, {c.N, c.V}, 1e-4, 1e-6, what + " dlogits (host lse)");
   }
   expect_clean();
 }

@@ -1,6 +1,8 @@
 // Fused cross-entropy on the GPU. Targets are checked on the host (count of non-ignored rows, range):
 // an out-of-range target or an all-ignored batch is declined so the CPU kernel reports / defines it.
 // Forward: per-row lse and loss (one workgroup per row), then a deterministic sum / count into the 0-d loss.
+// lse is f64 as core/ops.h specifies (so CPU and GPU halves interoperate); the kernels compute in f32 and
+// move it through its bit pattern.
 #include "spirv/push_constants.h"
 #include "vk/backend.h"
 
@@ -28,7 +30,7 @@ ops::CrossEntropyOut VulkanBackend::cross_entropy(const Tensor& logits, const Te
   const int64_t count = count_targets(targets, cols, ignore_index);
   if (count <= 0 || ignore_index < INT32_MIN || ignore_index > INT32_MAX) return {};
   const auto bx = rt_->input(logits), bt = rt_->input(targets);
-  ops::CrossEntropyOut out{rt_->output({}), rt_->output({rows}), count};
+  ops::CrossEntropyOut out{rt_->output({}), rt_->output({rows}, DType::f64), count};
   const auto row_loss = rt_->scratch(uint64_t(rows) * 4);
   const pc::CrossEntropyPC pc{uint32_t(rows), uint32_t(cols), int32_t(ignore_index), 1.0f};
   rt_->run("cross_entropy_f32", {kWG},
@@ -40,7 +42,7 @@ ops::CrossEntropyOut VulkanBackend::cross_entropy(const Tensor& logits, const Te
 
 Tensor VulkanBackend::cross_entropy_backward(const Tensor& logits, const Tensor& targets, const Tensor& lse,
                                              double dloss, int64_t count, int64_t ignore_index) {
-  if (!f32(logits) || !i32(targets) || !f32(lse) || count <= 0) return {};
+  if (!f32(logits) || !i32(targets) || lse.dtype() != DType::f64 || !rt_->accepts(lse) || count <= 0) return {};
   if (ignore_index < INT32_MIN || ignore_index > INT32_MAX) return {};
   const int64_t rows = logits.size(0), cols = logits.size(1);
   if (lse.numel() != rows || targets.numel() != rows) return {};

@@ -21,7 +21,7 @@ Runtime::~Runtime() {
 }
 
 bool Runtime::accepts(const Tensor& t) const {
-  if (!t.defined() || (t.dtype() != DType::f32 && t.dtype() != DType::i32)) return false;
+  if (!t.defined() || t.dtype() == DType::f16) return false;  // f64 travels as bits (cross-entropy lse)
   if (!t.is_contiguous() || t.offset() != 0 || t.numel() == 0) return false;
   const auto& st = t.storage();
   if (st->nbytes() > dev_->features().max_storage_buffer_range) return false;
