@@ -12,7 +12,8 @@ Storage::Storage(size_t nbytes, bool zero_fill) : nbytes_(nbytes) {
 }
 
 void Storage::ensure_host_allocated() {
-  if (!host_) host_ = std::make_unique<std::byte[]>(nbytes_ ? nbytes_ : 1);
+  // for_overwrite: no value-initialization, so a GPU output never touches its host pages until read.
+  if (!host_) host_ = std::make_unique_for_overwrite<std::byte[]>(nbytes_ ? nbytes_ : 1);
 }
 
 const std::byte* Storage::host_read() {

@@ -2,16 +2,18 @@
 (4 layers, 4 heads, n_embd 128, block 64, batch 12, 2000 steps, lr 1e-3 cosine to 1e-4, warmup 100, beta2 0.99,
 dropout 0, weight decay 0.1 on 2-D params, clip 1.0, eval_iters 20), written independently of nanoGPT.
 
-Usage: /usr/bin/python3 scripts/torch_cpu_recipe.py DATA.txt [max_steps]
+Usage: [EVAL_ITERS=20] [EVAL_INTERVAL=250] /usr/bin/python3 scripts/torch_cpu_recipe.py DATA.txt [max_steps]
 Prints one JSON line per evaluation and a final {"done": ...} line with wall seconds and ms/step.
 """
-import json, math, sys, time
+import json, math, os, sys, time
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
 L, H, C, T, B = 4, 4, 128, 64, 12
-LR, MIN_LR, WARMUP, EVAL_INTERVAL, EVAL_ITERS = 1e-3, 1e-4, 100, 250, 20
+LR, MIN_LR, WARMUP = 1e-3, 1e-4, 100
+EVAL_INTERVAL = int(os.environ.get("EVAL_INTERVAL", 250))  # the recipe's values; raise EVAL_ITERS to cut eval noise
+EVAL_ITERS = int(os.environ.get("EVAL_ITERS", 20))
 
 
 class LayerNorm(nn.Module):

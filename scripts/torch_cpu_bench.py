@@ -1,0 +1,57 @@
+"""PyTorch CPU peer for `alpha bench cpu`: the same matmul shapes (y = x @ w^T) and the same 1-layer GPT
+forward+backward (B=12 T=64 C=128 H=4 V=65, no bias, dropout 0), medians after warm-up, 2 threads.
+Usage: /usr/bin/python3 scripts/torch_cpu_bench.py   -> one JSON object on stdout
+"""
+import json, math, time
+import torch
+import torch.nn.functional as F
+
+torch.set_num_threads(2)
+SHAPES = [("cpu-recipe qkv", 768, 128, 384), ("cpu-recipe fc", 768, 128, 512), ("cpu-recipe proj", 768, 512, 128),
+          ("cpu-recipe head", 768, 128, 65), ("char qkv", 2048, 384, 1152), ("char fc", 2048, 384, 1536),
+          ("char proj", 2048, 1536, 384), ("square 1024", 1024, 1024, 1024)]
+
+
+def median_ms(fn, warm=3, reps=15):
+    for _ in range(warm):
+        fn()
+    t = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        fn()
+        t.append((time.perf_counter() - t0) * 1e3)
+    return sorted(t)[reps // 2]
+
+
+def gpt_step():
+    B, T, C, H, V = 12, 64, 128, 4, 65
+    g = torch.Generator().manual_seed(0)
+    p = lambda *s: (torch.randn(*s, generator=g) * 0.02).requires_grad_()
+    wte, wpe = p(V, C), p(T, C)
+    ln1, ln2, lnf = (torch.ones(C, requires_grad=True) for _ in range(3))
+    attn, proj, fc, fc2 = p(3 * C, C), p(C, C), p(4 * C, C), p(C, 4 * C)
+    idx = torch.zeros(B, T, dtype=torch.long)
+    mask = torch.ones(T, T, dtype=torch.bool).tril()
+    params = [wte, wpe, ln1, ln2, lnf, attn, proj, fc, fc2]
+
+    def step():
+        x = wte[idx] + wpe
+        q, k, v = F.linear(F.layer_norm(x, (C,), ln1), attn).split(C, dim=2)
+        q, k, v = (z.view(B, T, H, C // H).transpose(1, 2) for z in (q, k, v))
+        a = ((q @ k.transpose(-2, -1)) / math.sqrt(C // H)).masked_fill(~mask, float("-inf")).softmax(-1)
+        x = x + F.linear((a @ v).transpose(1, 2).contiguous().view(B, T, C), proj)
+        x = x + F.linear(F.gelu(F.linear(F.layer_norm(x, (C,), ln2), fc), approximate="tanh"), fc2)
+        logits = F.layer_norm(x, (C,), lnf) @ wte.t()
+        F.cross_entropy(logits.view(-1, V), idx.view(-1)).backward()
+        for t in params:
+            t.grad = None
+    return median_ms(step)
+
+
+out = {"torch": torch.__version__, "threads": torch.get_num_threads(), "matmul": []}
+for name, M, K, N in SHAPES:
+    x, w = torch.randn(M, K), torch.randn(N, K)
+    ms = median_ms(lambda: x @ w.t())
+    out["matmul"].append(dict(name=name, M=M, K=K, N=N, ms=ms, gflops=2 * M * K * N / (ms * 1e6)))
+out["gpt_1layer_fwd_bwd_ms"] = gpt_step()
+print(json.dumps(out))

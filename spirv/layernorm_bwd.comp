@@ -1,0 +1,59 @@
+// LayerNorm backward. xhat = (x - mean) * rstd, g = dy * w (w = 1 when absent).
+// Default: dx, one workgroup per row: dx = rstd * (g - mean(g) - xhat * mean(g * xhat)).
+// PARAMS: dw[c] = sum_r dy * xhat, db[c] = sum_r dy; one invocation per column, rows summed in order
+// (deterministic, no atomics).
+#version 450
+#include "common.glsl"
+#include "push_constants.h"
+
+layout(constant_id = 0) const uint WG = 128;
+layout(local_size_x_id = 0) in;
+layout(push_constant) uniform Push { LayerNormPC p; };
+
+layout(std430, binding = 0) readonly buffer DY { float dy[]; };
+layout(std430, binding = 1) readonly buffer X { float x[]; };
+layout(std430, binding = 2) readonly buffer M { float mean[]; };
+layout(std430, binding = 3) readonly buffer R { float rstd[]; };
+
+#ifdef PARAMS
+layout(std430, binding = 4) writeonly buffer DW { float dw[]; };
+layout(std430, binding = 5) writeonly buffer DB { float db[]; };  // a dummy when !has_b
+
+void main() {
+  const uint c = linear_id();
+  if (c >= p.cols) return;
+  float sw = 0.0, sb = 0.0;
+  for (uint r = 0; r < p.rows; ++r) {
+    const float g = dy[r * p.cols + c];
+    sw += g * (x[r * p.cols + c] - mean[r]) * rstd[r];
+    sb += g;
+  }
+  if (p.has_w != 0) dw[c] = sw;
+  if (p.has_b != 0) db[c] = sb;
+}
+#else
+layout(std430, binding = 4) readonly buffer W { float w[]; };  // a dummy when !has_w
+layout(std430, binding = 5) writeonly buffer DX { float dx[]; };
+
+shared float red[WG];
+#include "reduce.glsl"
+
+void main() {
+  const uint r = linear_group();
+  if (r >= p.rows) return;
+  const uint base = r * p.cols;
+  const float mu = mean[r], rs = rstd[r];
+  float s1 = 0.0, s2 = 0.0;
+  for (uint j = gl_LocalInvocationID.x; j < p.cols; j += WG) {
+    const float g = dy[base + j] * (p.has_w != 0 ? w[j] : 1.0);
+    s1 += g;
+    s2 += g * (x[base + j] - mu) * rs;
+  }
+  const float mg = wg_sum(s1) / float(p.cols);
+  const float mgx = wg_sum(s2) / float(p.cols);
+  for (uint j = gl_LocalInvocationID.x; j < p.cols; j += WG) {
+    const float g = dy[base + j] * (p.has_w != 0 ? w[j] : 1.0);
+    dx[base + j] = rs * (g - mg - (x[base + j] - mu) * rs * mgx);
+  }
+}
+#endif

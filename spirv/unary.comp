@@ -1,0 +1,30 @@
+// Element-wise unary ops: OP specialization constant 0 neg, 1 exp, 2 log, 3 sqrt, 4 affine (x*mul+add).
+// Variant VEC4: 4 elements per invocation.
+#version 450
+#include "common.glsl"
+#include "push_constants.h"
+
+layout(local_size_x_id = 0) in;
+layout(constant_id = 1) const uint OP = 0;
+layout(push_constant) uniform Push { UnaryPC p; };
+
+#ifdef VEC4
+#define T vec4
+#else
+#define T float
+#endif
+layout(std430, binding = 0) readonly buffer X { T x[]; };
+layout(std430, binding = 1) writeonly buffer O { T o[]; };
+
+void main() {
+  const uint i = linear_id();
+  if (i >= p.n) return;
+  const T v = x[i];
+  T r;
+  if (OP == 0) r = -v;
+  else if (OP == 1) r = exp(v);
+  else if (OP == 2) r = log(v);
+  else if (OP == 3) r = sqrt(v);
+  else r = v * p.mul + p.add;
+  o[i] = r;
+}

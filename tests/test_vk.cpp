@@ -1,0 +1,203 @@
+// The Vulkan runtime: device features, lazy queue batching and flush policy, barriers only between
+// dependent dispatches, buffer pool reuse, typed out-of-memory and asynchronous errors, pipeline cache,
+// host/device coherence of Storage, and an f16-storage kernel variant.
+#include <cstdlib>
+#include <string>
+
+#include "core/dtype.h"
+#include "spirv/push_constants.h"
+#include "tests/vk_test_util.h"
+
+using namespace alpha;
+using namespace alpha::vktest;
+
+TEST_CASE("vk device is found and reports its features") {
+  auto& dev = gpu().runtime().device();
+  const auto& f = dev.features();
+  CHECK(!f.name.empty());
+  CHECK(f.timeline_semaphores);
+  CHECK(f.subgroup_size > 0);
+  CHECK(f.shared_memory_bytes >= 16384);  // the Vulkan minimum
+  CHECK(f.max_storage_buffer_range > 0);
+  const std::string d = dev.describe();
+  CHECK(d.find(f.name) != std::string::npos);
+  CHECK(d.find("cooperative matrix") != std::string::npos);
+  CHECK(!vk::Device::list().empty());
+  const char* v = std::getenv("ALPHA_VK_VALIDATION");
+  if (v && std::string(v) == "1") CHECK(dev.validation());  // the validation run really has the layer on
+  MESSAGE(d);
+}
+
+TEST_CASE("vk lazy queue batches dependent ops into one submission and flushes on read-back") {
+  GpuScope g;
+  auto& q = gpu().runtime().queue();
+  gpu().sync();
+  const Tensor x = randn({65}, 80);
+  const auto s0 = q.stats();
+  Tensor y = x;
+  for (int i = 0; i < 10; ++i) y = ops::add_scalar(ops::scale(y, 0.5), 1.0);  // 20 dependent ops
+  CHECK(q.stats().submissions == s0.submissions);  // nothing submitted yet: all recorded
+  CHECK(q.stats().bytes_down == s0.bytes_down);
+  const auto got = y.to_f32_vector();               // read-back: one flush
+  CHECK(q.stats().submissions == s0.submissions + 1);
+  CHECK(q.stats().dispatches == s0.dispatches + 20);
+  const auto want = on_cpu([&] {
+    Tensor z = x;
+    for (int i = 0; i < 10; ++i) z = ops::add_scalar(ops::scale(z, 0.5), 1.0);
+    return z;
+  });
+  expect_close(y, want, 1e-6, 1e-6, "chain");
+  expect_clean();
+}
+
+TEST_CASE("vk lazy queue flushes every max_ops dispatches (the documented policy)") {
+  GpuScope g;
+  auto& q = gpu().runtime().queue();
+  gpu().sync();
+  const int64_t max_ops = q.policy().max_ops;
+  const auto s0 = q.stats();
+  Tensor y = randn({17}, 81);
+  for (int64_t i = 0; i < 2 * max_ops + 3; ++i) y = ops::neg(y);
+  CHECK(q.stats().submissions == s0.submissions + 2);
+  (void)y.to_f32_vector();
+  CHECK(q.stats().submissions == s0.submissions + 3);
+  expect_clean();
+}
+
+TEST_CASE("vk barriers are recorded only between dependent dispatches") {
+  GpuScope g;
+  auto& q = gpu().runtime().queue();
+  const Tensor x = randn({33}, 82), y = randn({33}, 83);
+  const Tensor xe = ops::neg(x), ye = ops::neg(y);  // uploads + first use
+  (void)ops::add(xe, ye);  // depends on both: after its barrier, xe and ye were written in older epochs
+  const int64_t b0 = q.stats().barriers;
+  const Tensor a = ops::exp(xe);
+  const Tensor b = ops::exp(ye);    // independent of a
+  const Tensor c = ops::exp(xe);    // reads what a reads: no hazard
+  CHECK(q.stats().barriers == b0);
+  const Tensor d = ops::add(a, b);  // reads a and b (written in this epoch): RAW -> one barrier
+  CHECK(q.stats().barriers == b0 + 1);
+  expect_close(d, on_cpu([&] { return ops::add(ops::exp(ops::neg(x)), ops::exp(ops::neg(y))); }), 1e-5, 1e-6, "d");
+  expect_close(c, a, 0, 0, "c");
+  expect_clean();
+}
+
+TEST_CASE("vk buffer pool reuses freed blocks") {
+  GpuScope g;
+  auto& pool = gpu().runtime().pool();
+  const Tensor x = randn({1000}, 84);
+  { const Tensor t = ops::exp(x); (void)t.to_f32_vector(); }  // creates then frees a 4000-byte output
+  gpu().sync();                                     // the submission completed: blocks are back in the pool
+  const auto s0 = pool.stats();
+  { const Tensor t = ops::exp(x); (void)t.to_f32_vector(); }
+  CHECK(pool.stats().hits > s0.hits);
+  CHECK(pool.stats().misses == s0.misses);
+  CHECK(vk::BufferPool::size_class(1000) == 1024);
+  CHECK(vk::BufferPool::size_class(1100) == 1280);
+  expect_clean();
+}
+
+TEST_CASE("vk an allocation that cannot be satisfied raises OutOfMemoryError naming size and heap") {
+  auto& pool = gpu().runtime().pool();
+  const uint64_t huge = uint64_t{1} << 40;  // 1 TiB
+  try {
+    (void)pool.acquire(huge);
+    FAIL("expected OutOfMemoryError");
+  } catch (const vk::OutOfMemoryError& e) {
+    const std::string msg = e.what();
+    CHECK(msg.find(std::to_string(huge)) != std::string::npos);
+    CHECK(msg.find("heap " + std::to_string(pool.allocator().heap())) != std::string::npos);
+  }
+  const auto small = pool.acquire(64);  // still usable afterwards
+  CHECK(small->size() == 64);
+  expect_clean();
+}
+
+TEST_CASE("vk pipelines are built once per (kernel, specialization) and then hit the cache") {
+  GpuScope g;
+  auto& pc = gpu().runtime().pipelines();
+  const Tensor x = randn({7}, 85);
+  (void)ops::sqrt(ops::exp(x)).to_f32_vector();  // warm: unary OP=1 and OP=3
+  const auto s0 = pc.stats();
+  (void)ops::sqrt(ops::exp(x)).to_f32_vector();
+  CHECK(pc.stats().misses == s0.misses);
+  CHECK(pc.stats().hits == s0.hits + 2);
+  (void)ops::log(ops::exp(x)).to_f32_vector();  // log is a new specialization (OP=2), exp hits
+  CHECK(pc.stats().hits == s0.hits + 3);
+  CHECK(pc.stats().misses - s0.misses <= 1);
+  expect_clean();
+}
+
+TEST_CASE("vk host writes after a GPU op re-upload, and GPU results read back correctly") {
+  GpuScope g;
+  Tensor x = randn({17}, 86);
+  Tensor y = ops::neg(x);      // y lives on the device
+  float* p = y.mutable_data<float>();  // downloads, then the device copy is stale
+  p[3] = 100.0f;
+  const Tensor z = ops::neg(y);  // must upload the modified host copy
+  const auto zv = z.to_f32_vector(), xv = x.to_f32_vector();
+  CHECK(zv[3] == -100.0f);
+  CHECK(zv[4] == xv[4]);
+  expect_clean();
+}
+
+TEST_CASE("vk asynchronous device loss surfaces at the next sync as DeviceLostError") {
+  vk::RuntimeOptions o;
+  o.device.allow_cpu = true;
+  vk::VulkanBackend be(o);
+  for (int c = 0; c < 9; ++c) be.set_threshold(static_cast<OpClass>(c), 0);
+  set_active_backend(&be);
+  const Tensor x = randn({9}, 87);
+  const Tensor y = ops::exp(x);
+  be.runtime().queue().inject_submit_error(VK_ERROR_DEVICE_LOST);
+  CHECK_NOTHROW(be.runtime().queue().flush());  // not a sync point: the error is kept
+  CHECK_THROWS_AS(y.to_f32_vector(), vk::DeviceLostError);
+  CHECK_THROWS_AS(be.sync(), vk::DeviceLostError);  // sticky
+  set_active_backend(nullptr);
+  CHECK(be.runtime().device().validation_errors() == 0);
+}
+
+TEST_CASE("vk f16-storage variant of the binary kernel computes in f32 and stores f16") {
+  auto& rt = gpu().runtime();
+  if (!rt.device().features().storage_16bit) FAIL("device lacks 16-bit storage; the f16 variants cannot run");
+  const int n = 19;
+  std::vector<uint16_t> a(n), b(n);
+  for (int i = 0; i < n; ++i) a[i] = f32_to_f16(0.25f * i - 2.0f), b[i] = f32_to_f16(1.5f - 0.125f * i);
+  const auto ba = rt.upload_new(a.data(), n * 2), bb = rt.upload_new(b.data(), n * 2), bo = rt.scratch(n * 2);
+  const vk::pc::BinaryPC pc{uint32_t(n), uint32_t(n), uint32_t(n), 0};
+  rt.run("binary_f16", {64, 2 /* mul */}, {{ba, false}, {bb, false}, {bo, true}}, pc, vk::Runtime::grid_for(n, 64), n);
+  std::vector<uint16_t> o(n);
+  rt.queue().download(bo, o.data(), n * 2);
+  for (int i = 0; i < n; ++i)
+    CHECK(f16_to_f32(o[i]) == f16_to_f32(f32_to_f16(f16_to_f32(a[i]) * f16_to_f32(b[i]))));
+  expect_clean();
+}
+
+TEST_CASE("vk declines what it does not support: f64, non-contiguous, offset views") {
+  GpuScope g;
+  const Tensor x64 = randn({5}, 88).to(DType::f64);
+  const Tensor xt = randn({3, 5}, 89).transpose(0, 1);
+  const Tensor xn = randn({4, 5}, 90).narrow(0, 1, 2);
+  const int64_t before = dispatch_stats().gpu_ops;
+  expect_close(ops::exp(x64), on_cpu([&] { return ops::exp(x64); }), 0, 0, "f64");
+  expect_close(ops::exp(xt), on_cpu([&] { return ops::exp(xt); }), 0, 0, "transposed");
+  expect_close(ops::exp(xn), on_cpu([&] { return ops::exp(xn); }), 0, 0, "offset");
+  CHECK(dispatch_stats().gpu_ops == before);
+  expect_clean();
+}
+
+TEST_CASE("vk validation messenger counts errors (so the zero-error checks can fail)") {
+  vk::DeviceOptions o;
+  o.allow_cpu = true;
+  o.validation = true;
+  vk::Device dev(o);
+  REQUIRE(dev.validation());
+  MESSAGE("a deliberate validation error follows (buffer of size 0)");
+  VkBufferCreateInfo info{};
+  info.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO;
+  info.size = 0;  // VUID-VkBufferCreateInfo-size-00912
+  info.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT;
+  VkBuffer b = VK_NULL_HANDLE;
+  if (vkCreateBuffer(dev.get(), &info, nullptr, &b) == VK_SUCCESS && b) vkDestroyBuffer(dev.get(), b, nullptr);
+  CHECK(dev.validation_errors() >= 1);
+}

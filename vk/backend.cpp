@@ -1,0 +1,39 @@
+#include "vk/backend.h"
+
+#include <cstdlib>
+
+#include <fmt/format.h>
+
+#include "spirv/push_constants.h"
+
+namespace alpha::vk {
+
+VulkanBackend::VulkanBackend(RuntimeOptions opts) : rt_(std::make_unique<Runtime>(opts)) {
+  for (size_t i = 0; i < thresholds_.size(); ++i)
+    thresholds_[i] = static_cast<OpClass>(i) == OpClass::matmul ? (int64_t{1} << 24) : (int64_t{1} << 20);
+  if (const char* e = std::getenv("ALPHA_GPU_MIN_WORK"); e && *e) {
+    char* end = nullptr;
+    const long long v = std::strtoll(e, &end, 10);
+    if (*end != '\0' || v < 0)
+      throw ValueError(fmt::format("[vk] ALPHA_GPU_MIN_WORK='{}' is not a non-negative integer", e));
+    thresholds_.fill(v);
+  }
+}
+
+VulkanBackend::~VulkanBackend() = default;
+
+std::string VulkanBackend::name() const {
+  return fmt::format("vulkan:{} ({})", rt_->device().index(), rt_->device().features().name);
+}
+
+bool VulkanBackend::wants(OpClass cls, int64_t work) const { return work >= threshold(cls); }
+
+void VulkanBackend::record_sum(const std::shared_ptr<GpuBuffer>& in, const std::shared_ptr<GpuBuffer>& out,
+                               uint32_t outer, uint32_t n, uint32_t inner, float scale) {
+  const pc::SumPC pc{outer, n, inner, scale};
+  const double work = double(outer) * n * inner;
+  if (inner == 1) rt_->run("sum_rows_f32", {128}, {{in, false}, {out, true}}, pc, Runtime::grid(outer), work);
+  else rt_->run("sum_cols_f32", {256}, {{in, false}, {out, true}}, pc, Runtime::grid_for(uint64_t(outer) * inner, 256), work);
+}
+
+}  // namespace alpha::vk

@@ -1,0 +1,64 @@
+// VulkanBackend: alpha::Backend on the Vulkan runtime. Implements the ops for f32 contiguous tensors with
+// offset 0 (others are declined: the dispatcher runs the CPU kernel). Method bodies live in the file
+// named like the op: vk/elementwise.cpp, vk/matmul.cpp, vk/softmax.cpp, ...
+//
+// Size-threshold policy (wants): an op goes to the GPU when its work reaches the class threshold.
+// Defaults: 1M elements for element-wise/row ops (the dispatch.threshold), 16M flops for matmul
+// (2*M*N*K: about a 256x256x128 product). ALPHA_GPU_MIN_WORK=<n> sets every class to n (0: everything on
+// the GPU, for tests).
+#pragma once
+#include <array>
+#include <memory>
+
+#include "core/backend.h"
+#include "vk/runtime.h"
+
+namespace alpha::vk {
+
+class VulkanBackend : public Backend {
+ public:
+  explicit VulkanBackend(RuntimeOptions opts = {});
+  ~VulkanBackend() override;
+
+  std::string name() const override;
+  bool wants(OpClass cls, int64_t work) const override;
+  void set_threshold(OpClass cls, int64_t work) { thresholds_[static_cast<size_t>(cls)] = work; }
+  int64_t threshold(OpClass cls) const { return thresholds_[static_cast<size_t>(cls)]; }
+  Runtime& runtime() { return *rt_; }
+  void sync() { rt_->queue().sync(); }
+
+  Tensor add(const Tensor& a, const Tensor& b) override { return binary(0, a, b); }
+  Tensor sub(const Tensor& a, const Tensor& b) override { return binary(1, a, b); }
+  Tensor mul(const Tensor& a, const Tensor& b) override { return binary(2, a, b); }
+  Tensor div(const Tensor& a, const Tensor& b) override { return binary(3, a, b); }
+  Tensor unary(const char* op, const Tensor& x) override;
+  Tensor scale(const Tensor& x, double mul, double add) override;
+  Tensor sum(const Tensor& x, int64_t dim, bool keepdim) override;
+  Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b) override;
+  Tensor embedding(const Tensor& weight, const Tensor& idx) override;
+  Tensor embedding_backward(const Tensor& dout, const Tensor& idx, int64_t vocab) override;
+  ops::LayerNormOut layernorm(const Tensor& x, const Tensor& w, const Tensor& b, double eps) override;
+  ops::LayerNormGrads layernorm_backward(const Tensor& dy, const Tensor& x, const Tensor& w, const Tensor& mean,
+                                         const Tensor& rstd, bool has_bias) override;
+  Tensor gelu(const Tensor& x) override;
+  Tensor gelu_backward(const Tensor& dy, const Tensor& x) override;
+  Tensor softmax(const Tensor& x, bool causal) override;
+  Tensor softmax_backward(const Tensor& dy, const Tensor& y) override;
+  ops::CrossEntropyOut cross_entropy(const Tensor& logits, const Tensor& targets, int64_t ignore_index) override;
+  Tensor cross_entropy_backward(const Tensor& logits, const Tensor& targets, const Tensor& lse, double dloss,
+                                int64_t count, int64_t ignore_index) override;
+  Tensor dropout(const Tensor& x, double p, uint64_t seed, uint64_t offset) override;
+
+ private:
+  Tensor binary(uint32_t op, const Tensor& a, const Tensor& b);
+  bool f32(const Tensor& t) const { return t.defined() && t.dtype() == DType::f32 && rt_->accepts(t); }
+  bool i32(const Tensor& t) const { return t.defined() && t.dtype() == DType::i32 && rt_->accepts(t); }
+  // Sum of a (outer, n, inner) contiguous buffer times scale, into out (outer * inner floats).
+  void record_sum(const std::shared_ptr<GpuBuffer>& in, const std::shared_ptr<GpuBuffer>& out, uint32_t outer,
+                  uint32_t n, uint32_t inner, float scale);
+
+  std::unique_ptr<Runtime> rt_;
+  std::array<int64_t, 9> thresholds_{};
+};
+
+}  // namespace alpha::vk

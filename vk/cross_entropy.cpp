@@ -1,0 +1,58 @@
+// Fused cross-entropy on the GPU. Targets are checked on the host (count of non-ignored rows, range):
+// an out-of-range target or an all-ignored batch is declined so the CPU kernel reports / defines it.
+// Forward: per-row lse and loss (one workgroup per row), then a deterministic sum / count into the 0-d loss.
+// lse is f64 as core/ops.h specifies (so CPU and GPU halves interoperate); the kernels compute in f32 and
+// move it through its bit pattern.
+#include "spirv/push_constants.h"
+#include "vk/backend.h"
+
+namespace alpha::vk {
+
+namespace {
+constexpr uint32_t kWG = 128;
+
+// Rows whose target is not ignore_index; -1 when a target is out of [0, V).
+int64_t count_targets(const Tensor& targets, int64_t vocab, int64_t ignore_index) {
+  const int32_t* t = targets.data<int32_t>();
+  int64_t count = 0;
+  for (int64_t i = 0; i < targets.numel(); ++i) {
+    if (t[i] == ignore_index) continue;
+    if (t[i] < 0 || t[i] >= vocab) return -1;
+    ++count;
+  }
+  return count;
+}
+}  // namespace
+
+ops::CrossEntropyOut VulkanBackend::cross_entropy(const Tensor& logits, const Tensor& targets, int64_t ignore_index) {
+  if (!f32(logits) || !i32(targets)) return {};
+  const int64_t rows = logits.size(0), cols = logits.size(1);
+  const int64_t count = count_targets(targets, cols, ignore_index);
+  if (count <= 0 || ignore_index < INT32_MIN || ignore_index > INT32_MAX) return {};
+  const auto bx = rt_->input(logits), bt = rt_->input(targets);
+  ops::CrossEntropyOut out{rt_->output({}), rt_->output({rows}, DType::f64), count};
+  const auto row_loss = rt_->scratch(uint64_t(rows) * 4);
+  const pc::CrossEntropyPC pc{uint32_t(rows), uint32_t(cols), int32_t(ignore_index), 1.0f};
+  rt_->run("cross_entropy_f32", {kWG},
+           {{bx, false}, {bt, false}, {Runtime::buffer_of(out.lse), true}, {row_loss, true}}, pc, Runtime::grid(rows),
+           4.0 * double(logits.numel()));
+  record_sum(row_loss, Runtime::buffer_of(out.loss), 1, uint32_t(rows), 1, static_cast<float>(1.0 / double(count)));
+  return out;
+}
+
+Tensor VulkanBackend::cross_entropy_backward(const Tensor& logits, const Tensor& targets, const Tensor& lse,
+                                             double dloss, int64_t count, int64_t ignore_index) {
+  if (!f32(logits) || !i32(targets) || lse.dtype() != DType::f64 || !rt_->accepts(lse) || count <= 0) return {};
+  if (ignore_index < INT32_MIN || ignore_index > INT32_MAX) return {};
+  const int64_t rows = logits.size(0), cols = logits.size(1);
+  if (lse.numel() != rows || targets.numel() != rows) return {};
+  const auto bx = rt_->input(logits), bt = rt_->input(targets), bl = rt_->input(lse);
+  Tensor dx = rt_->output(logits.shape());
+  const pc::CrossEntropyPC pc{uint32_t(rows), uint32_t(cols), int32_t(ignore_index),
+                              static_cast<float>(dloss / double(count))};
+  rt_->run("cross_entropy_bwd_f32", {256}, {{bx, false}, {bt, false}, {bl, false}, {Runtime::buffer_of(dx), true}},
+           pc, Runtime::grid_for(uint64_t(logits.numel()), 256), 4.0 * double(logits.numel()));
+  return dx;
+}
+
+}  // namespace alpha::vk

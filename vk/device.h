@@ -1,0 +1,96 @@
+// The Vulkan device: volk-loaded instance (optionally with validation), physical-device choice, logical
+// device with one compute queue, and the detected features/limits the kernels and `alpha info` use.
+//
+// Choice: ALPHA_DEVICE ("vulkan:N" or "N") overrides options.index; an explicit index picks that device
+// whatever its type. Otherwise the best type wins: discrete > integrated > virtual > CPU, and a CPU
+// device (lavapipe) is taken only when options.allow_cpu is set. ALPHA_VK_VALIDATION=1 turns validation on.
+#pragma once
+#include <volk.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace alpha::vk {
+
+struct DeviceOptions {
+  int index = -1;          // -1: choose by type
+  bool allow_cpu = false;  // accept a CPU implementation (lavapipe) when choosing by type
+  bool validation = false; // VK_LAYER_KHRONOS_validation + a messenger that counts errors
+};
+
+struct DeviceFeatures {
+  std::string name;
+  VkPhysicalDeviceType type = VK_PHYSICAL_DEVICE_TYPE_OTHER;
+  uint32_t api_version = 0;
+  bool fp16_arithmetic = false;   // shaderFloat16
+  bool storage_16bit = false;     // storageBuffer16BitAccess (f16 storage variants)
+  bool timeline_semaphores = false;
+  bool memory_budget = false;     // VK_EXT_memory_budget
+  bool nv_cooperative_matrix = false;   // detected only; used by a later issue
+  bool khr_cooperative_matrix = false;
+  uint32_t subgroup_size = 0;
+  uint32_t shared_memory_bytes = 0;      // maxComputeSharedMemorySize
+  uint32_t max_workgroup_invocations = 0;
+  uint32_t max_push_constants = 0;
+  VkDeviceSize max_storage_buffer_range = 0;
+  VkDeviceSize min_storage_buffer_alignment = 0;
+  VkDeviceSize max_allocation_size = 0;
+};
+
+const char* device_type_name(VkPhysicalDeviceType t);
+
+// Validation messages seen by the debug messenger (only when validation is on).
+struct ValidationCounts {
+  std::atomic<int64_t> errors{0};
+  std::atomic<int64_t> warnings{0};
+};
+
+class Device {
+ public:
+  explicit Device(DeviceOptions opts = {});  // throws NoDeviceError / VkError
+  ~Device();
+  Device(const Device&) = delete;
+  Device& operator=(const Device&) = delete;
+
+  // Names of all Vulkan devices ("0: NVIDIA H100 (discrete)"); empty when there is no loader/device.
+  static std::vector<std::string> list();
+
+  VkInstance instance() const { return instance_; }
+  VkPhysicalDevice physical() const { return physical_; }
+  VkDevice get() const { return device_; }
+  VkQueue queue() const { return queue_; }
+  uint32_t queue_family() const { return queue_family_; }
+  int index() const { return index_; }
+  const DeviceFeatures& features() const { return features_; }
+  const VkPhysicalDeviceMemoryProperties& memory_properties() const { return mem_props_; }
+  // Bytes this process may still use on `heap` (VK_EXT_memory_budget when present, else 80% of its size).
+  VkDeviceSize heap_budget(uint32_t heap) const;
+  bool validation() const { return validation_; }
+  int64_t validation_errors() const { return counts_->errors.load(); }
+  int64_t validation_warnings() const { return counts_->warnings.load(); }
+  std::string describe() const;  // multi-line feature report for `alpha info`
+
+ private:
+  void create_instance(bool validation);
+  void pick_physical(int index, bool allow_cpu);
+  void create_device();
+  void release();
+
+  bool validation_ = false;
+  int index_ = -1;
+  std::unique_ptr<ValidationCounts> counts_ = std::make_unique<ValidationCounts>();
+  VkInstance instance_ = VK_NULL_HANDLE;
+  VkDebugUtilsMessengerEXT messenger_ = VK_NULL_HANDLE;
+  PFN_vkDestroyDebugUtilsMessengerEXT destroy_messenger_ = nullptr;
+  VkPhysicalDevice physical_ = VK_NULL_HANDLE;
+  VkDevice device_ = VK_NULL_HANDLE;
+  VkQueue queue_ = VK_NULL_HANDLE;
+  uint32_t queue_family_ = 0;
+  DeviceFeatures features_;
+  VkPhysicalDeviceMemoryProperties mem_props_{};
+};
+
+}  // namespace alpha::vk

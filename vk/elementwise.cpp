@@ -1,0 +1,86 @@
+// Element-wise ops on the GPU: same-shape or trailing-vector/scalar broadcast binaries, unary maps and the
+// affine x*mul+add. The vec4 variants run when every length is a multiple of 4.
+#include <cstring>
+
+#include "spirv/push_constants.h"
+#include "vk/backend.h"
+
+namespace alpha::vk {
+
+namespace {
+
+// How operand x indexes the output `out`: n when same shape, numel(x) when x (minus leading 1s) equals the
+// trailing dims of out (then element i reads x[i % numel]); 0 when this broadcast is not supported.
+int64_t modulus(const Shape& x, const Shape& out) {
+  if (x == out) return shape_numel(out);
+  size_t lead = 0;
+  while (lead < x.size() && x[lead] == 1) ++lead;
+  const size_t k = x.size() - lead;
+  if (k > out.size()) return 0;
+  for (size_t i = 0; i < k; ++i)
+    if (x[lead + i] != out[out.size() - k + i]) return 0;
+  return shape_numel(x);
+}
+
+}  // namespace
+
+Tensor VulkanBackend::binary(uint32_t op, const Tensor& a, const Tensor& b) {
+  if (!f32(a) || !f32(b)) return {};
+  const Shape out_shape = broadcast_shapes(a.shape(), b.shape(), "binary");
+  const int64_t n = shape_numel(out_shape), an = modulus(a.shape(), out_shape), bn = modulus(b.shape(), out_shape);
+  if (an == 0 || bn == 0 || n == 0) return {};
+  const auto ba = rt_->input(a), bb = rt_->input(b);
+  Tensor out = rt_->output(out_shape);
+  const bool v4 = n % 4 == 0 && an % 4 == 0 && bn % 4 == 0;
+  const uint32_t d = v4 ? 4 : 1;
+  const pc::BinaryPC pc{uint32_t(n / d), uint32_t(an / d), uint32_t(bn / d), 0};
+  rt_->run(v4 ? "binary_f32_vec4" : "binary_f32", {256, op}, {{ba, false}, {bb, false}, {Runtime::buffer_of(out), true}},
+           pc, Runtime::grid_for(pc.n, 256), double(n));
+  return out;
+}
+
+namespace {
+Tensor run_unary(Runtime& rt, uint32_t op, const Tensor& x, float mul, float add) {
+  const auto bx = rt.input(x);
+  Tensor out = rt.output(x.shape());
+  const int64_t n = x.numel();
+  const bool v4 = n % 4 == 0;
+  const pc::UnaryPC pc{uint32_t(v4 ? n / 4 : n), mul, add, 0};
+  rt.run(v4 ? "unary_f32_vec4" : "unary_f32", {256, op}, {{bx, false}, {Runtime::buffer_of(out), true}}, pc,
+         Runtime::grid_for(pc.n, 256), double(n));
+  return out;
+}
+}  // namespace
+
+Tensor VulkanBackend::unary(const char* op, const Tensor& x) {
+  if (!f32(x)) return {};
+  static constexpr const char* kOps[] = {"neg", "exp", "log", "sqrt"};  // = the shader's OP codes
+  for (uint32_t i = 0; i < 4; ++i)
+    if (std::strcmp(op, kOps[i]) == 0) return run_unary(*rt_, i, x, 1.0f, 0.0f);
+  return {};
+}
+
+Tensor VulkanBackend::scale(const Tensor& x, double mul, double add) {
+  if (!f32(x)) return {};
+  // Same rounding as the CPU's f32 affine: the scalars are rounded to float first.
+  return run_unary(*rt_, 4, x, static_cast<float>(mul), static_cast<float>(add));
+}
+
+Tensor VulkanBackend::sum(const Tensor& x, int64_t dim, bool keepdim) {
+  if (!f32(x)) return {};
+  const Shape& s = x.shape();
+  int64_t outer = 1, inner = 1;
+  for (int64_t i = 0; i < dim; ++i) outer *= s[i];
+  for (int64_t i = dim + 1; i < x.dim(); ++i) inner *= s[i];
+  const int64_t n = s[dim];
+  Shape rs = s;
+  if (keepdim) rs[dim] = 1;
+  else rs.erase(rs.begin() + dim);
+  if (outer * inner == 0) return {};
+  const auto bx = rt_->input(x);
+  Tensor out = rt_->output(rs);
+  record_sum(bx, Runtime::buffer_of(out), uint32_t(outer), uint32_t(n), uint32_t(inner), 1.0f);
+  return out;
+}
+
+}  // namespace alpha::vk

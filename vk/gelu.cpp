@@ -1,0 +1,27 @@
+// GELU (tanh approximation) forward and backward on the GPU: one invocation per element.
+#include "spirv/push_constants.h"
+#include "vk/backend.h"
+
+namespace alpha::vk {
+
+Tensor VulkanBackend::gelu(const Tensor& x) {
+  if (!f32(x)) return {};
+  const auto bx = rt_->input(x);
+  Tensor y = rt_->output(x.shape());
+  const pc::GeluPC pc{uint32_t(x.numel())};
+  rt_->run("gelu_f32", {256}, {{bx, false}, {Runtime::buffer_of(y), true}}, pc, Runtime::grid_for(pc.n, 256),
+           10.0 * double(x.numel()));
+  return y;
+}
+
+Tensor VulkanBackend::gelu_backward(const Tensor& dy, const Tensor& x) {
+  if (!f32(dy) || !f32(x)) return {};
+  const auto bdy = rt_->input(dy), bx = rt_->input(x);
+  Tensor dx = rt_->output(x.shape());
+  const pc::GeluPC pc{uint32_t(x.numel())};
+  rt_->run("gelu_bwd_f32", {256}, {{bdy, false}, {bx, false}, {Runtime::buffer_of(dx), true}}, pc,
+           Runtime::grid_for(pc.n, 256), 15.0 * double(x.numel()));
+  return dx;
+}
+
+}  // namespace alpha::vk

@@ -1,0 +1,277 @@
+#include "vk/queue.h"
+
+#include <cstring>
+
+#include <fmt/format.h>
+
+namespace alpha::vk {
+
+namespace {
+constexpr uint64_t kWaitNs = 120ull * 1000 * 1000 * 1000;  // a submission this slow means a hung device
+}
+
+LazyQueue::LazyQueue(std::shared_ptr<Device> dev, Policy policy)
+    : dev_(std::move(dev)),
+      policy_(policy),
+      timeline_(make_timeline_semaphore(dev_->get(), 0)),
+      ring_(dev_, policy.staging_bytes) {}
+
+LazyQueue::~LazyQueue() {
+  try {
+    if (error_ == VK_SUCCESS) sync();
+  } catch (...) {  // destructors must not throw; the device is being torn down anyway
+  }
+  vkQueueWaitIdle(dev_->queue());
+}
+
+LazyQueue::Frame& LazyQueue::recording() {
+  if (rec_) return *rec_;
+  retire();
+  if (!spare_.empty()) {
+    rec_ = std::move(spare_.back());
+    spare_.pop_back();
+  } else {
+    rec_ = std::make_unique<Frame>();
+    rec_->pool = make_command_pool(dev_->get(), dev_->queue_family());
+    VkCommandBufferAllocateInfo ai{};
+    ai.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO;
+    ai.commandPool = rec_->pool.get();
+    ai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+    ai.commandBufferCount = 1;
+    VK_CHECK(vkAllocateCommandBuffers(dev_->get(), &ai, &rec_->cmd));
+  }
+  rec_->value = next_value_;
+  VkCommandBufferBeginInfo bi{};
+  bi.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO;
+  bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+  VK_CHECK(vkBeginCommandBuffer(rec_->cmd, &bi));
+  return *rec_;
+}
+
+void LazyQueue::track(Frame& f, std::span<const Binding> uses) {
+  bool hazard = false;
+  for (const auto& u : uses) {
+    const GpuBuffer& b = *u.buf;
+    if (b.write_epoch == epoch_) hazard = true;                // RAW or WAW on a buffer written this epoch
+    if (u.write && b.read_epoch == epoch_) hazard = true;     // WAR: an earlier command still reads it
+  }
+  if (hazard) {
+    // The hazard above: this command depends on an earlier compute/transfer command in submission order
+    // (this or an earlier submission). One global barrier orders and makes visible all earlier writes.
+    VkMemoryBarrier mb{};
+    mb.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER;
+    mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+    mb.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT |
+                       VK_ACCESS_TRANSFER_WRITE_BIT;
+    const VkPipelineStageFlags stages = VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
+    vkCmdPipelineBarrier(f.cmd, stages, stages, 0, 1, &mb, 0, nullptr, 0, nullptr);
+    ++epoch_;
+    ++stats_.barriers;
+  }
+  for (const auto& u : uses) {
+    GpuBuffer& b = *u.buf;
+    if (u.write) b.write_epoch = epoch_;
+    else b.read_epoch = epoch_;
+    if (b.retained_by != f.value) {  // keep it alive until this submission completes
+      b.retained_by = f.value;
+      f.retained.push_back(u.buf);
+    }
+  }
+}
+
+VkDescriptorSet LazyQueue::allocate_set(Frame& f, VkDescriptorSetLayout layout) {
+  constexpr uint32_t kSets = 128, kDescriptors = kSets * 8;
+  while (true) {
+    if (f.dpool_next == f.dpools.size()) f.dpools.push_back(make_descriptor_pool(dev_->get(), kSets, kDescriptors));
+    VkDescriptorSetAllocateInfo ai{};
+    ai.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO;
+    ai.descriptorPool = f.dpools[f.dpool_next].get();
+    ai.descriptorSetCount = 1;
+    ai.pSetLayouts = &layout;
+    VkDescriptorSet set = VK_NULL_HANDLE;
+    const VkResult r = vkAllocateDescriptorSets(dev_->get(), &ai, &set);
+    if (r == VK_SUCCESS) return set;
+    if (r != VK_ERROR_OUT_OF_POOL_MEMORY && r != VK_ERROR_FRAGMENTED_POOL) VK_CHECK(r);
+    ++f.dpool_next;  // this pool is full: the next one
+  }
+}
+
+void LazyQueue::dispatch(const ComputePipeline& p, std::span<const Binding> bindings, const void* push,
+                         std::array<uint32_t, 3> groups, double work) {
+  if (error_ != VK_SUCCESS) return;  // the device is gone; the error surfaces at the next sync
+  Frame& f = recording();
+  track(f, bindings);
+  const VkDescriptorSet set = allocate_set(f, p.set_layout);
+  std::vector<VkDescriptorBufferInfo> infos(bindings.size());
+  std::vector<VkWriteDescriptorSet> writes(bindings.size());
+  for (size_t i = 0; i < bindings.size(); ++i) {
+    infos[i] = {bindings[i].buf->buffer(), bindings[i].buf->offset(), bindings[i].buf->size()};
+    writes[i] = {};
+    writes[i].sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET;
+    writes[i].dstSet = set;
+    writes[i].dstBinding = static_cast<uint32_t>(i);
+    writes[i].descriptorCount = 1;
+    writes[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+    writes[i].pBufferInfo = &infos[i];
+  }
+  vkUpdateDescriptorSets(dev_->get(), static_cast<uint32_t>(writes.size()), writes.data(), 0, nullptr);
+  vkCmdBindPipeline(f.cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p.pipeline);
+  vkCmdBindDescriptorSets(f.cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p.layout, 0, 1, &set, 0, nullptr);
+  if (p.push_size) vkCmdPushConstants(f.cmd, p.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, p.push_size, push);
+  vkCmdDispatch(f.cmd, groups[0], groups[1], groups[2]);
+  ++stats_.dispatches;
+  ++f.ops;
+  f.work += work;
+  if (f.ops >= policy_.max_ops || f.work >= policy_.max_work) flush();
+}
+
+StagingRing::Slice LazyQueue::staging(VkDeviceSize n) {
+  while (true) {
+    const uint64_t v = recording().value;
+    if (auto s = ring_.try_allocate(n, v)) return *s;
+    retire();
+    if (auto s = ring_.try_allocate(n, v)) return *s;
+    if (ring_.empty()) throw VkError(fmt::format("[vk] {} bytes do not fit the staging ring", n), VK_ERROR_UNKNOWN);
+    // Full: the oldest slices belong to the recording (submit it) or to an in-flight submission (wait).
+    if (ring_.oldest_value() >= v) flush();
+    wait_value(ring_.oldest_value());
+    throw_pending();
+  }
+}
+
+void LazyQueue::upload(const std::shared_ptr<GpuBuffer>& dst, const void* src, size_t nbytes) {
+  if (error_ != VK_SUCCESS) return;
+  const VkDeviceSize chunk = ring_.capacity() / 2;
+  for (size_t done = 0; done < nbytes;) {
+    const size_t n = static_cast<size_t>(std::min<VkDeviceSize>(chunk, nbytes - done));
+    const auto s = staging(n);
+    std::memcpy(s.ptr, static_cast<const std::byte*>(src) + done, n);  // host write: visible at submit
+    Frame& f = recording();
+    const Binding use{dst, true};
+    track(f, {&use, 1});
+    const VkBufferCopy region{s.offset, dst->offset() + done, n};
+    vkCmdCopyBuffer(f.cmd, ring_.buffer(), dst->buffer(), 1, &region);
+    done += n;
+    stats_.bytes_up += static_cast<int64_t>(n);
+  }
+}
+
+void LazyQueue::download(const std::shared_ptr<GpuBuffer>& src, void* dst, size_t nbytes) {
+  throw_pending();
+  const VkDeviceSize chunk = ring_.capacity() / 2;
+  for (size_t done = 0; done < nbytes;) {
+    const size_t n = static_cast<size_t>(std::min<VkDeviceSize>(chunk, nbytes - done));
+    const auto s = staging(n);
+    Frame& f = recording();
+    const Binding use{src, false};
+    track(f, {&use, 1});
+    const VkBufferCopy region{src->offset() + done, s.offset, n};
+    vkCmdCopyBuffer(f.cmd, src->buffer(), ring_.buffer(), 1, &region);
+    // The host reads the staging slice after the wait: make the copy's writes host-visible.
+    VkMemoryBarrier mb{};
+    mb.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER;
+    mb.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
+    mb.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
+    vkCmdPipelineBarrier(f.cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &mb, 0, nullptr, 0,
+                         nullptr);
+    const uint64_t v = f.value;
+    flush();
+    wait_value(v);
+    throw_pending();
+    std::memcpy(static_cast<std::byte*>(dst) + done, s.ptr, n);
+    done += n;
+    stats_.bytes_down += static_cast<int64_t>(n);
+  }
+}
+
+void LazyQueue::flush() {
+  if (!rec_) return;
+  std::unique_ptr<Frame> f = std::move(rec_);
+  VkResult r = vkEndCommandBuffer(f->cmd);
+  if (r == VK_SUCCESS && injected_ != VK_SUCCESS) r = std::exchange(injected_, VK_SUCCESS);
+  if (r == VK_SUCCESS) {
+    VkTimelineSemaphoreSubmitInfo ts{};
+    ts.sType = VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO;
+    ts.signalSemaphoreValueCount = 1;
+    ts.pSignalSemaphoreValues = &f->value;
+    VkSubmitInfo si{};
+    si.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO;
+    si.pNext = &ts;
+    si.commandBufferCount = 1;
+    si.pCommandBuffers = &f->cmd;
+    si.signalSemaphoreCount = 1;
+    const VkSemaphore sem = timeline_.get();
+    si.pSignalSemaphores = &sem;
+    r = vkQueueSubmit(dev_->queue(), 1, &si, VK_NULL_HANDLE);
+  }
+  ++next_value_;
+  if (r != VK_SUCCESS) {
+    fail(r, "vkQueueSubmit");  // the frame's work never runs; its buffers are released with it
+    return;
+  }
+  submitted_value_ = f->value;
+  ++stats_.submissions;
+  in_flight_.push_back(std::move(f));
+}
+
+void LazyQueue::sync() {
+  throw_pending();
+  flush();
+  if (submitted_value_) wait_value(submitted_value_);
+  ++stats_.syncs;
+  throw_pending();
+  retire();
+}
+
+void LazyQueue::retire() {
+  if (error_ != VK_SUCCESS) return;
+  uint64_t done = 0;
+  const VkResult r = vkGetSemaphoreCounterValue(dev_->get(), timeline_.get(), &done);
+  if (r != VK_SUCCESS) return fail(r, "vkGetSemaphoreCounterValue");
+  while (!in_flight_.empty() && in_flight_.front()->value <= done) {
+    std::unique_ptr<Frame> f = std::move(in_flight_.front());
+    in_flight_.pop_front();
+    f->retained.clear();  // the last references to freed tensors' buffers: back to the pool
+    VK_CHECK(vkResetCommandPool(dev_->get(), f->pool.get(), 0));
+    for (size_t i = 0; i < f->dpools.size() && i <= f->dpool_next; ++i)
+      VK_CHECK(vkResetDescriptorPool(dev_->get(), f->dpools[i].get(), 0));
+    f->dpool_next = 0;
+    f->ops = 0;
+    f->work = 0;
+    spare_.push_back(std::move(f));
+  }
+  ring_.retire(done);
+}
+
+void LazyQueue::wait_value(uint64_t v) {
+  if (error_ != VK_SUCCESS || v > submitted_value_) return;  // never submitted: nothing to wait for
+  VkSemaphoreWaitInfo wi{};
+  wi.sType = VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO;
+  const VkSemaphore sem = timeline_.get();
+  wi.semaphoreCount = 1;
+  wi.pSemaphores = &sem;
+  wi.pValues = &v;
+  const VkResult r = vkWaitSemaphores(dev_->get(), &wi, kWaitNs);
+  if (r != VK_SUCCESS) fail(r, "vkWaitSemaphores");
+  retire();
+}
+
+void LazyQueue::fail(VkResult r, const char* what) {
+  if (error_ != VK_SUCCESS) return;
+  error_ = r;
+  error_what_ = what;
+  // Drop unsubmitted work: nothing will run it.
+  rec_.reset();
+}
+
+void LazyQueue::throw_pending() const {
+  if (error_ == VK_SUCCESS) return;
+  const std::string msg = fmt::format("[vk] asynchronous error from {}: {} (the device is unusable now)",
+                                      error_what_, result_name(error_));
+  if (error_ == VK_ERROR_DEVICE_LOST) throw DeviceLostError(msg, error_);
+  if (error_ == VK_ERROR_OUT_OF_DEVICE_MEMORY || error_ == VK_ERROR_OUT_OF_HOST_MEMORY)
+    throw OutOfMemoryError(msg, error_);
+  throw VkError(msg, error_);
+}
+
+}  // namespace alpha::vk

@@ -1,0 +1,103 @@
+// The lazy queue. Ops are recorded into a command buffer, not run at once. Flush policy (documented,
+// Policy below): a recording is submitted when it holds max_ops dispatches or max_work flops/elements,
+// when the staging ring needs space back, and at every sync point (a read-back: the host needs data;
+// sync()). Each submission signals the next value of one timeline semaphore; the buffers and staging
+// slices it uses stay alive until that value completes.
+//
+// Barriers only between dependent commands: every buffer remembers the barrier epoch in which it was
+// last written / read; a command that reads a buffer written in the current epoch (RAW), or writes one
+// written or read in it (WAW/WAR), first records one memory barrier and starts a new epoch.
+//
+// Asynchronous errors (device lost, out of memory at submit or wait) become sticky and are thrown as typed
+// exceptions at the next sync point; recording after one is a no-op.
+#pragma once
+#include <volk.h>
+
+#include <array>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "vk/device.h"
+#include "vk/handles.h"
+#include "vk/memory.h"
+#include "vk/pipeline.h"
+#include "vk/staging.h"
+
+namespace alpha::vk {
+
+struct Binding {
+  std::shared_ptr<GpuBuffer> buf;
+  bool write = false;
+};
+
+class LazyQueue {
+ public:
+  struct Policy {
+    int64_t max_ops = 64;   // dispatches per submission: keeps the GPU fed while the host records more
+    double max_work = 1e9;  // ~flops per submission: bounds the latency of one submission
+    VkDeviceSize staging_bytes = VkDeviceSize{32} << 20;
+  };
+  struct Stats {
+    int64_t submissions = 0;  // flushes that submitted work
+    int64_t dispatches = 0;
+    int64_t barriers = 0;
+    int64_t syncs = 0;        // host waits for the queue
+    int64_t bytes_up = 0, bytes_down = 0;
+  };
+
+  LazyQueue(std::shared_ptr<Device> dev, Policy policy);
+  ~LazyQueue();
+  LazyQueue(const LazyQueue&) = delete;
+  LazyQueue& operator=(const LazyQueue&) = delete;
+
+  // Records one dispatch; bindings are descriptor bindings 0..n-1 (whole buffer ranges).
+  void dispatch(const ComputePipeline& p, std::span<const Binding> bindings, const void* push,
+                std::array<uint32_t, 3> groups, double work);
+  void upload(const std::shared_ptr<GpuBuffer>& dst, const void* src, size_t nbytes);   // queued copy
+  void download(const std::shared_ptr<GpuBuffer>& src, void* dst, size_t nbytes);      // sync point
+  void flush();  // submits the recording (no wait)
+  void sync();   // flush + wait for all work; throws a pending asynchronous error
+
+  const Policy& policy() const { return policy_; }
+  const Stats& stats() const { return stats_; }
+  void inject_submit_error(VkResult r) { injected_ = r; }  // test hook: the next submission fails with r
+
+ private:
+  struct Frame {
+    CommandPool pool;
+    VkCommandBuffer cmd = VK_NULL_HANDLE;
+    std::vector<DescriptorPool> dpools;
+    size_t dpool_next = 0;
+    std::vector<std::shared_ptr<GpuBuffer>> retained;
+    uint64_t value = 0;
+    int64_t ops = 0;
+    double work = 0;
+  };
+  Frame& recording();  // begins one if needed
+  void track(Frame& f, std::span<const Binding> uses);  // retains + barrier when dependent
+  VkDescriptorSet allocate_set(Frame& f, VkDescriptorSetLayout layout);
+  void retire();                  // recycles completed frames and staging slices
+  void wait_value(uint64_t v);    // host wait; throws DeviceLostError etc.
+  StagingRing::Slice staging(VkDeviceSize n);  // waits for space when the ring is full
+  void throw_pending() const;
+  void fail(VkResult r, const char* what);  // records a sticky asynchronous error
+
+  std::shared_ptr<Device> dev_;  // first: destroyed last
+  Policy policy_;
+  Stats stats_;
+  Semaphore timeline_;
+  StagingRing ring_;
+  std::unique_ptr<Frame> rec_;
+  std::deque<std::unique_ptr<Frame>> in_flight_;
+  std::vector<std::unique_ptr<Frame>> spare_;
+  uint64_t next_value_ = 1, submitted_value_ = 0;
+  uint64_t epoch_ = 1;
+  VkResult error_ = VK_SUCCESS, injected_ = VK_SUCCESS;
+  std::string error_what_;
+};
+
+}  // namespace alpha::vk

@@ -1,0 +1,67 @@
+#include "vk/runtime.h"
+
+#include <limits>
+
+namespace alpha::vk {
+
+Runtime::Runtime(RuntimeOptions opts) {
+  dev_ = std::make_shared<Device>(opts.device);
+  pool_ = std::make_shared<BufferPool>(std::make_shared<Allocator>(dev_, opts.slab_bytes));
+  pipelines_ = std::make_unique<PipelineCache>(dev_);
+  queue_ = std::make_shared<LazyQueue>(dev_, opts.queue);
+}
+
+Runtime::~Runtime() {
+  // Tensors may outlive the runtime holding VkDeviceBuffers (they keep the queue and pool alive); make
+  // sure nothing is still running before the pipeline cache goes.
+  try {
+    queue_->sync();
+  } catch (...) {
+  }
+}
+
+bool Runtime::accepts(const Tensor& t) const {
+  if (!t.defined() || t.dtype() == DType::f16) return false;  // f64 travels as bits (cross-entropy lse)
+  if (!t.is_contiguous() || t.offset() != 0 || t.numel() == 0) return false;
+  const auto& st = t.storage();
+  if (st->nbytes() > dev_->features().max_storage_buffer_range) return false;
+  if (st->nbytes() > std::numeric_limits<uint32_t>::max() / 2) return false;  // 32-bit indices in shaders
+  if (DeviceBuffer* d = st->device()) {
+    const auto* vb = dynamic_cast<const VkDeviceBuffer*>(d);
+    if (!vb || vb->queue() != queue_.get()) return false;
+  }
+  return true;
+}
+
+std::shared_ptr<GpuBuffer> Runtime::input(const Tensor& t) {
+  const auto& st = t.storage();
+  if (!st->device()) st->attach_device(std::make_unique<VkDeviceBuffer>(queue_, pool_->acquire(st->nbytes())), false);
+  st->ensure_device_current();  // queues an upload when the host copy is newer
+  return buffer_of(t);
+}
+
+Tensor Runtime::output(const Shape& shape, DType dtype) {
+  Tensor t = Tensor::empty(shape, dtype);
+  const auto& st = t.storage();
+  st->attach_device(std::make_unique<VkDeviceBuffer>(queue_, pool_->acquire(st->nbytes())), false);
+  st->mark_device_written();  // the kernel about to be recorded writes it: the host copy is stale
+  return t;
+}
+
+const std::shared_ptr<GpuBuffer>& Runtime::buffer_of(const Tensor& t) {
+  return static_cast<const VkDeviceBuffer*>(t.storage()->device())->gpu();
+}
+
+std::shared_ptr<GpuBuffer> Runtime::upload_new(const void* src, size_t nbytes) {
+  auto b = pool_->acquire(nbytes);
+  queue_->upload(b, src, nbytes);
+  return b;
+}
+
+std::array<uint32_t, 3> Runtime::grid(uint64_t groups) {
+  groups = std::max<uint64_t>(groups, 1);
+  const uint64_t x = std::min<uint64_t>(groups, 65535);
+  return {static_cast<uint32_t>(x), static_cast<uint32_t>((groups + x - 1) / x), 1};
+}
+
+}  // namespace alpha::vk
