@@ -13,6 +13,7 @@
 #include "optim/clip.h"
 #include "optim/schedule.h"
 #include "train/data.h"
+#include "train/device.h"
 #include "train/gpt.h"
 #include "train/metrics.h"
 #include "train/progress.h"
@@ -47,6 +48,8 @@ TrainResult run_training(const Config& cfg, const TrainOptions& opt) {
   const auto t0 = Clock::now();
   Progress progress(cfg.train.max_steps, opt.quiet);
 
+  DeviceScope device(cfg.device);
+  progress.message("device: " + device.description());
   TextData data = TextData::load(cfg.data.path, cfg.data.tokenizer, cfg.data.val_fraction, cfg.model.block_size);
   const int64_t V = cfg.model.vocab_size > 0 ? cfg.model.vocab_size : data.tokenizer().vocab_size();
   ALPHA_CHECK(V >= data.tokenizer().vocab_size(), DataError, "[data] model.vocab_size {} is smaller than the {}-token vocabulary",
@@ -74,7 +77,7 @@ TrainResult run_training(const Config& cfg, const TrainOptions& opt) {
   ScheduleOptions sched{parse_schedule(cfg.optim.schedule), cfg.optim.lr, cfg.optim.min_lr, cfg.optim.warmup_steps,
                         cfg.optim.decay_steps, cfg.optim.wsd_decay_fraction};
 
-  metrics.write("run", {{"schema", kMetricsSchemaVersion}, {"config", config_to_json(cfg)}, {"device", "cpu"},
+  metrics.write("run", {{"schema", kMetricsSchemaVersion}, {"config", config_to_json(cfg)}, {"device", device.description()},
                         {"version", ALPHA_VERSION}, {"parameters", model.num_parameters()}});
 
   const int64_t tokens_per_step = cfg.train.batch_size * cfg.model.block_size * cfg.train.grad_accum;

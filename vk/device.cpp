@@ -58,11 +58,12 @@ std::vector<VkPhysicalDevice> enumerate(VkInstance inst) {
   return devs;
 }
 
-// ALPHA_DEVICE = "vulkan:N" or "N" -> N; -1 when unset; throws on garbage.
+// ALPHA_DEVICE = "vulkan:N" or "N" -> N; -1 when unset or auto|cpu|vulkan; throws on garbage.
 int env_device_index() {
   const char* e = std::getenv("ALPHA_DEVICE");
   if (!e || !*e) return -1;
   std::string_view s(e);
+  if (s == "auto" || s == "cpu" || s == "vulkan") return -1;  // not an index: train/device.cpp reads these
   if (s.starts_with("vulkan:")) s.remove_prefix(7);
   int v = 0;
   for (char c : s) {

@@ -1,0 +1,56 @@
+#include "train/device.h"
+
+#include <cstdlib>
+
+#include <fmt/format.h>
+
+#include "vk/backend.h"
+#include "vk/check.h"
+
+namespace alpha {
+
+DeviceScope::DeviceScope(const std::string& config_device) {
+  std::string spec = config_device;
+  if (const char* e = std::getenv("ALPHA_DEVICE"); e && *e) spec = e;
+  if (spec == "cpu") {
+    description_ = "cpu";
+    return;
+  }
+  vk::RuntimeOptions opts;
+  if (spec == "auto") {
+    opts.device.allow_cpu = false;  // lavapipe is slower than the CPU path: auto never picks it
+  } else if (spec == "vulkan") {
+    opts.device.allow_cpu = true;
+  } else if (spec.starts_with("vulkan:")) {
+    const std::string n = spec.substr(7);
+    char* end = nullptr;
+    const long idx = std::strtol(n.c_str(), &end, 10);
+    ALPHA_CHECK(!n.empty() && *end == '\0' && idx >= 0 && idx < 1000, ValueError,
+                "[device] \"{}\" is not cpu, auto, vulkan or vulkan:N", spec);
+    opts.device.index = static_cast<int>(idx);
+  } else {
+    throw ValueError(fmt::format("[device] \"{}\" is not cpu, auto, vulkan or vulkan:N", spec));
+  }
+  opts.device.validation = std::getenv("ALPHA_VK_VALIDATION") && std::string(std::getenv("ALPHA_VK_VALIDATION")) != "0";
+  try {
+    auto be = std::make_unique<vk::VulkanBackend>(opts);
+    description_ = be->name();
+    backend_ = std::move(be);
+    set_active_backend(backend_.get());
+  } catch (const vk::NoDeviceError& e) {
+    if (spec != "auto") throw;
+    description_ = fmt::format("cpu (auto: no Vulkan GPU: {})", e.what());
+  }
+}
+
+DeviceScope::~DeviceScope() {
+  if (backend_) {
+    if (active_backend() == backend_.get()) set_active_backend(nullptr);
+  }
+}
+
+void DeviceScope::sync() {
+  if (auto* be = dynamic_cast<vk::VulkanBackend*>(backend_.get())) be->sync();
+}
+
+}  // namespace alpha
