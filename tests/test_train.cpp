@@ -174,3 +174,16 @@ TEST_CASE("data windows follow nanoGPT's get_batch: y is x shifted by one") {
     for (int t = 0; t < 7; ++t) CHECK(yv[b * 8 + t] == xv[b * 8 + t + 1]);
   CHECK(d.split(false).size() + d.split(true).size() == corpus().size());
 }
+
+TEST_CASE("options whose feature is not built yet are refused, not ignored") {
+  TempDir d;
+  const std::string cfg = tiny_config(d.path);
+  std::string err;
+  CHECK(cli({"train", cfg, "--quiet", "--set", "init_from=x.safetensors"}, &err) == kExitUsage);
+  CHECK(err.find("init_from") != std::string::npos);
+  CHECK(cli({"train", cfg, "--quiet", "--set", "data.tokenizer=bpe"}, &err) == kExitUsage);
+  CHECK(err.find("data.tokenizer") != std::string::npos);
+  CHECK(cli({"train", cfg, "--quiet", "--set", "data.sampling=sequential"}, &err) == kExitUsage);
+  CHECK(cli({"train", cfg, "--quiet", "--set", "device=vulkan:99"}, &err) != kExitOk);  // no such GPU: clear error
+  CHECK(err.find("device index 99") != std::string::npos);
+}

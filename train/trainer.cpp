@@ -42,9 +42,20 @@ std::string resolve(const std::string& out_dir, const std::string& p) {
   return std::filesystem::path(p).is_absolute() ? p : (std::filesystem::path(out_dir) / p).string();
 }
 
+
+// Options the config accepts whose implementation lands with a later issue: refused, never silently ignored.
+void refuse_unimplemented(const Config& cfg) {
+  ALPHA_CHECK(cfg.init_from.empty(), ConfigError, "[config] \"init_from\" is not supported yet (got \"{}\")", cfg.init_from);
+  ALPHA_CHECK(cfg.data.tokenizer == "char", ConfigError,
+              "[config] \"data.tokenizer\" \"{}\" is not available yet (supported: char)", cfg.data.tokenizer);
+  ALPHA_CHECK(cfg.data.sampling == "random", ConfigError,
+              "[config] \"data.sampling\" \"{}\" is not available yet (supported: random)", cfg.data.sampling);
+}
+
 }  // namespace
 
 TrainResult run_training(const Config& cfg, const TrainOptions& opt) {
+  refuse_unimplemented(cfg);
   const auto t0 = Clock::now();
   Progress progress(cfg.train.max_steps, opt.quiet);
 

@@ -2,6 +2,8 @@
 // loop over n, so sums are bit-identical run to run. Accumulates in double for f32 inputs.
 #include "core/cpu/reduce.h"
 
+#include <array>
+
 #include "core/parallel.h"
 
 namespace alpha::cpu {
@@ -15,14 +17,19 @@ Shape reduced_shape(const Shape& s, int64_t dim, bool keepdim) {
   return r;
 }
 
+// Views a contiguous shape as (outer, n, inner) around the reduced dim.
+std::array<int64_t, 3> split_at(const Shape& s, int64_t dim) {
+  int64_t outer = 1, inner = 1;
+  for (int64_t i = 0; i < dim; ++i) outer *= s[i];
+  for (size_t i = static_cast<size_t>(dim) + 1; i < s.size(); ++i) inner *= s[i];
+  return {outer, s[dim], inner};
+}
+
 template <class T>
 Tensor sum_typed(const Tensor& xin, int64_t dim, bool keepdim) {
   const Tensor x = xin.contiguous();
   const Shape& s = x.shape();
-  int64_t outer = 1, inner = 1;
-  for (int64_t i = 0; i < dim; ++i) outer *= s[i];
-  for (int64_t i = dim + 1; i < x.dim(); ++i) inner *= s[i];
-  const int64_t n = s[dim];
+  const auto [outer, n, inner] = split_at(s, dim);
   Tensor out = Tensor::empty(reduced_shape(s, dim, keepdim), x.dtype());
   const T* px = x.data<T>();
   T* po = out.mutable_data<T>();
@@ -43,10 +50,7 @@ template <class T>
 std::pair<Tensor, Tensor> max_typed(const Tensor& xin, int64_t dim, bool keepdim) {
   const Tensor x = xin.contiguous();
   const Shape& s = x.shape();
-  int64_t outer = 1, inner = 1;
-  for (int64_t i = 0; i < dim; ++i) outer *= s[i];
-  for (int64_t i = dim + 1; i < x.dim(); ++i) inner *= s[i];
-  const int64_t n = s[dim];
+  const auto [outer, n, inner] = split_at(s, dim);
   const Shape rs = reduced_shape(s, dim, keepdim);
   Tensor vals = Tensor::empty(rs, x.dtype()), idx = Tensor::empty(rs, DType::i32);
   const T* px = x.data<T>();
