@@ -1,12 +1,30 @@
 #include "core/storage.h"
 
 #include <cstring>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 
 #include "core/error.h"
 
 namespace alpha {
 
+namespace {
+// Training allocates the same activation sizes every step. glibc serves blocks >= 128 KiB with fresh mmaps
+// whose pages fault on first touch (half the time of a small GEMM); keeping them on the heap lets freed
+// blocks be reused. Measured: 768x128x384 sgemm 0.57 -> 0.30 ms on 2 cores.
+bool tune_host_allocator() {
+#if defined(__GLIBC__)
+  mallopt(M_MMAP_THRESHOLD, 512 << 20);
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+#endif
+  return true;
+}
+}  // namespace
+
 Storage::Storage(size_t nbytes, bool zero_fill) : nbytes_(nbytes) {
+  static const bool tuned = tune_host_allocator();
+  (void)tuned;
   ensure_host_allocated();
   if (zero_fill && nbytes_) std::memset(host_.get(), 0, nbytes_);
 }

@@ -2,7 +2,7 @@
 (4 layers, 4 heads, n_embd 128, block 64, batch 12, 2000 steps, lr 1e-3 cosine to 1e-4, warmup 100, beta2 0.99,
 dropout 0, weight decay 0.1 on 2-D params, clip 1.0, eval_iters 20), written independently of nanoGPT.
 
-Usage: [EVAL_ITERS=20] [EVAL_INTERVAL=250] /usr/bin/python3 scripts/torch_cpu_recipe.py DATA.txt [max_steps]
+Usage: [EVAL_ITERS=20] [EVAL_INTERVAL=250] [SEED=1337] [THREADS=2] /usr/bin/python3 scripts/torch_cpu_recipe.py DATA.txt [max_steps]
 Prints one JSON line per evaluation and a final {"done": ...} line with wall seconds and ms/step.
 """
 import json, math, os, sys, time
@@ -14,6 +14,8 @@ L, H, C, T, B = 4, 4, 128, 64, 12
 LR, MIN_LR, WARMUP = 1e-3, 1e-4, 100
 EVAL_INTERVAL = int(os.environ.get("EVAL_INTERVAL", 250))  # the recipe's values; raise EVAL_ITERS to cut eval noise
 EVAL_ITERS = int(os.environ.get("EVAL_ITERS", 20))
+SEED = int(os.environ.get("SEED", 1337))
+THREADS = int(os.environ.get("THREADS", 2))
 
 
 class LayerNorm(nn.Module):
@@ -66,8 +68,8 @@ class GPT(nn.Module):
 
 def main():
     path, steps = sys.argv[1], int(sys.argv[2]) if len(sys.argv) > 2 else 2000
-    torch.manual_seed(1337)
-    torch.set_num_threads(2)
+    torch.manual_seed(SEED)
+    torch.set_num_threads(THREADS)
     text = open(path, encoding="utf-8").read()
     chars = sorted(set(text))
     stoi = {c: i for i, c in enumerate(chars)}
@@ -113,7 +115,7 @@ def main():
         train_s += time.perf_counter() - ts
         if (it + 1) % EVAL_INTERVAL == 0 or it + 1 == steps:
             print(json.dumps(dict(step=it + 1, **evaluate(), s=round(time.perf_counter() - t0, 1))), flush=True)
-    print(json.dumps(dict(done=True, torch=torch.__version__, seconds=round(time.perf_counter() - t0, 1),
+    print(json.dumps(dict(done=True, seed=SEED, torch=torch.__version__, seconds=round(time.perf_counter() - t0, 1),
                           ms_per_step=round(train_s / steps * 1e3, 1))), flush=True)
 
 

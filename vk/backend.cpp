@@ -1,6 +1,8 @@
 #include "vk/backend.h"
 
 #include <cstdlib>
+#include <limits>
+#include <string>
 
 #include <fmt/format.h>
 
@@ -17,6 +19,13 @@ VulkanBackend::VulkanBackend(RuntimeOptions opts) : rt_(std::make_unique<Runtime
     if (*end != '\0' || v < 0)
       throw ValueError(fmt::format("[vk] ALPHA_GPU_MIN_WORK='{}' is not a non-negative integer", e));
     thresholds_.fill(v);
+  }
+  // ALPHA_VK_CPU_OPS=matmul,softmax,...: those op classes never run here (for bisecting a GPU/CPU difference).
+  if (const char* e = std::getenv("ALPHA_VK_CPU_OPS"); e && *e) {
+    const std::string list = fmt::format(",{},", e);
+    for (size_t i = 0; i < thresholds_.size(); ++i)
+      if (list.find(fmt::format(",{},", op_class_name(static_cast<OpClass>(i)))) != std::string::npos)
+        thresholds_[i] = std::numeric_limits<int64_t>::max();
   }
 }
 

@@ -1,5 +1,6 @@
 #include "vk/queue.h"
 
+#include <chrono>
 #include <cstring>
 
 #include <fmt/format.h>
@@ -55,6 +56,7 @@ void LazyQueue::track(Frame& f, std::span<const Binding> uses) {
     if (b.write_epoch == epoch_) hazard = true;                // RAW or WAW on a buffer written this epoch
     if (u.write && b.read_epoch == epoch_) hazard = true;     // WAR: an earlier command still reads it
   }
+  if (policy_.barrier_all) hazard = true;
   if (hazard) {
     // The hazard above: this command depends on an earlier compute/transfer command in submission order
     // (this or an earlier submission). One global barrier orders and makes visible all earlier writes.
@@ -123,6 +125,7 @@ void LazyQueue::dispatch(const ComputePipeline& p, std::span<const Binding> bind
   ++f.ops;
   f.work += work;
   if (f.ops >= policy_.max_ops || f.work >= policy_.max_work) flush();
+  if (policy_.sync_each) sync();
 }
 
 StagingRing::Slice LazyQueue::staging(VkDeviceSize n) {
@@ -251,7 +254,9 @@ void LazyQueue::wait_value(uint64_t v) {
   wi.semaphoreCount = 1;
   wi.pSemaphores = &sem;
   wi.pValues = &v;
+  const auto t0 = std::chrono::steady_clock::now();
   const VkResult r = vkWaitSemaphores(dev_->get(), &wi, kWaitNs);
+  stats_.wait_ns += std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
   if (r != VK_SUCCESS) fail(r, "vkWaitSemaphores");
   retire();
 }

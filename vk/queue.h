@@ -40,6 +40,10 @@ class LazyQueue {
     int64_t max_ops = 64;   // dispatches per submission: keeps the GPU fed while the host records more
     double max_work = 1e9;  // ~flops per submission: bounds the latency of one submission
     VkDeviceSize staging_bytes = VkDeviceSize{32} << 20;
+    // Debugging aids (ALPHA_VK_DEBUG=barriers|sync, read by Runtime): a barrier before every command, or a
+    // host wait after every dispatch. Results must not change with them; if they do, a hazard is missed.
+    bool barrier_all = false;
+    bool sync_each = false;
   };
   struct Stats {
     int64_t submissions = 0;  // flushes that submitted work
@@ -47,6 +51,7 @@ class LazyQueue {
     int64_t barriers = 0;
     int64_t syncs = 0;        // host waits for the queue
     int64_t bytes_up = 0, bytes_down = 0;
+    int64_t wait_ns = 0;      // host time spent waiting for the GPU
   };
 
   LazyQueue(std::shared_ptr<Device> dev, Policy policy);

@@ -1,6 +1,13 @@
 #include "vk/runtime.h"
 
+#include "core/backend.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <limits>
+
+#include <fmt/format.h>
 
 namespace alpha::vk {
 
@@ -8,7 +15,13 @@ Runtime::Runtime(RuntimeOptions opts) {
   dev_ = std::make_shared<Device>(opts.device);
   pool_ = std::make_shared<BufferPool>(std::make_shared<Allocator>(dev_, opts.slab_bytes));
   pipelines_ = std::make_unique<PipelineCache>(dev_);
+  if (const char* e = std::getenv("ALPHA_VK_DEBUG")) {
+    opts.queue.barrier_all = std::strstr(e, "barriers") != nullptr;
+    opts.queue.sync_each = std::strstr(e, "sync") != nullptr;
+  }
   queue_ = std::make_shared<LazyQueue>(dev_, opts.queue);
+  const char* st = std::getenv("ALPHA_VK_STATS");
+  count_kernels_ = st && *st && std::strcmp(st, "0") != 0;
 }
 
 Runtime::~Runtime() {
@@ -17,6 +30,17 @@ Runtime::~Runtime() {
   try {
     queue_->sync();
   } catch (...) {
+  }
+  if (count_kernels_) {
+    const auto& s = queue_->stats();
+    std::string k;
+    for (const auto& [name, n] : kernel_counts_) k += fmt::format(" {}={}", name, n);
+    std::fprintf(stderr,
+                 "[vk stats] submissions %lld dispatches %lld barriers %lld syncs %lld up %.1f MB down %.1f MB "
+                 "wait %.3f s, ops gpu %lld cpu %lld\n[vk stats] kernels:%s\n",
+                 (long long)s.submissions, (long long)s.dispatches, (long long)s.barriers, (long long)s.syncs,
+                 s.bytes_up / 1e6, s.bytes_down / 1e6, s.wait_ns / 1e9, (long long)dispatch_stats().gpu_ops,
+                 (long long)dispatch_stats().cpu_ops, k.c_str());
   }
 }
 

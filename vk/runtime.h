@@ -7,6 +7,7 @@
 #include <array>
 #include <cstdint>
 #include <initializer_list>
+#include <map>
 #include <memory>
 #include <string>
 
@@ -63,17 +64,22 @@ class Runtime {
            const PC& push, std::array<uint32_t, 3> groups, double work) {
     const ComputePipeline& p =
         pipelines_->get(name, {spec.begin(), spec.size()}, static_cast<uint32_t>(bindings.size()), sizeof(PC));
+    if (count_kernels_) ++kernel_counts_[name];
     queue_->dispatch(p, {bindings.begin(), bindings.size()}, &push, groups, work);
   }
   // Grid for `groups` 1-D workgroups: x capped at 65535, the rest in y (shaders fold y back in).
   static std::array<uint32_t, 3> grid(uint64_t groups);
   static std::array<uint32_t, 3> grid_for(uint64_t items, uint32_t wg) { return grid((items + wg - 1) / wg); }
+  // ALPHA_VK_STATS=1: dispatches per kernel are counted and the destructor prints them with the queue stats.
+  const std::map<std::string, int64_t>& kernel_counts() const { return kernel_counts_; }
 
  private:
   std::shared_ptr<Device> dev_;
   std::shared_ptr<BufferPool> pool_;
   std::unique_ptr<PipelineCache> pipelines_;  // destroyed after the queue, which waits for the device
   std::shared_ptr<LazyQueue> queue_;
+  bool count_kernels_ = false;
+  std::map<std::string, int64_t> kernel_counts_;
 };
 
 }  // namespace alpha::vk

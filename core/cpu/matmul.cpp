@@ -1,10 +1,8 @@
 // Batched matmul on OpenBLAS. Legend: M rows of the result, N columns, K the contracted dim.
-// OpenBLAS runs single-threaded; we split rows across our own pool so results never depend on timing.
+// OpenBLAS is the serial build; we split rows across our own pool so results never depend on timing.
 #include "core/cpu/matmul.h"
 
 #include <cblas.h>
-
-#include <mutex>
 
 #include "core/parallel.h"
 
@@ -41,11 +39,16 @@ void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const T* A, int64_t
     cblas_dgemm(CblasRowMajor, TA, TB, (int)M, (int)N, (int)K, 1.0, A, (int)lda, B, (int)ldb, 0.0, C, (int)ldc);
 }
 
+// Rows per task when one GEMM is split by rows: one equal block per thread (GEMM blocks balance well, and
+// fewer, larger calls keep OpenBLAS efficient), but never blocks under ~64K multiply-adds.
+int64_t row_grain(int64_t rows, int64_t N, int64_t K) {
+  const int64_t min_rows = std::max<int64_t>(1, (int64_t{1} << 16) / std::max<int64_t>(1, N * K));
+  const int64_t per_thread = (rows + num_threads() - 1) / num_threads();
+  return std::max(min_rows, per_thread);
+}
+
 template <class T>
 Tensor matmul_typed(Tensor a, Tensor b, bool ta, bool tb) {
-  static std::once_flag once;
-  std::call_once(once, [] { openblas_set_num_threads(1); });
-
   const int64_t M = ta ? a.size(-1) : a.size(-2), K = ta ? a.size(-2) : a.size(-1);
   const int64_t N = tb ? b.size(-2) : b.size(-1);
   const Shape ba(a.shape().begin(), a.shape().end() - 2), bb(b.shape().begin(), b.shape().end() - 2);
@@ -92,7 +95,7 @@ Tensor matmul_typed(Tensor a, Tensor b, bool ta, bool tb) {
 
   if (folded) {  // one (batch*M) x N GEMM, rows split across threads
     const int64_t rows = ae.size(0);
-    const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 16) / std::max<int64_t>(1, N * K / 64));
+    const int64_t grain = row_grain(rows, N, K);
     parallel_for(rows, grain, [&](int64_t r0, int64_t r1) {
       gemm<T>(da.trans, db.trans, r1 - r0, N, K, A + r0 * da.ld, da.ld, B, db.ld, C + r0 * N, N);
     });
@@ -113,7 +116,7 @@ Tensor matmul_typed(Tensor a, Tensor b, bool ta, bool tb) {
   };
   const int64_t work = M * N * K;
   if (nb == 1) {  // single large GEMM: split rows of C
-    const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 16) / std::max<int64_t>(1, N * K / 64));
+    const int64_t grain = row_grain(M, N, K);
     parallel_for(M, grain, [&](int64_t r0, int64_t r1) {
       const T* Ar = da.trans ? A + r0 : A + r0 * da.ld;  // row r0 of op(A)
       gemm<T>(da.trans, db.trans, r1 - r0, N, K, Ar, da.ld, B, db.ld, C + r0 * N, N);
