@@ -7,7 +7,6 @@
 #include "common.glsl"
 #include "push_constants.h"
 
-layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint OP = 0;
 layout(push_constant) uniform Push { BinaryPC p; };
 

@@ -7,8 +7,6 @@
 #include "push_constants.h"
 #include "f64bits.glsl"
 
-layout(constant_id = 0) const uint WG = 128;
-layout(local_size_x_id = 0) in;
 layout(push_constant) uniform Push { CrossEntropyPC p; };
 
 layout(std430, binding = 0) readonly buffer X { float x[]; };

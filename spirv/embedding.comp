@@ -5,7 +5,6 @@
 #include "common.glsl"
 #include "push_constants.h"
 
-layout(local_size_x_id = 0) in;
 layout(push_constant) uniform Push { EmbeddingPC p; };
 
 #ifdef BACKWARD

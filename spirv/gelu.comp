@@ -6,7 +6,6 @@
 #include "common.glsl"
 #include "push_constants.h"
 
-layout(local_size_x_id = 0) in;
 layout(push_constant) uniform Push { GeluPC p; };
 
 const float K0 = 0.7978845608028654;  // sqrt(2/pi)

@@ -4,8 +4,6 @@
 #include "common.glsl"
 #include "push_constants.h"
 
-layout(constant_id = 0) const uint WG = 128;
-layout(local_size_x_id = 0) in;
 layout(push_constant) uniform Push { LayerNormPC p; };
 
 layout(std430, binding = 0) readonly buffer X { float x[]; };

@@ -1,13 +1,11 @@
 // LayerNorm backward. xhat = (x - mean) * rstd, g = dy * w (w = 1 when absent).
 // Default: dx, one workgroup per row: dx = rstd * (g - mean(g) - xhat * mean(g * xhat)).
-// PARAMS: dw[c] = sum_r dy * xhat, db[c] = sum_r dy; one invocation per column, rows summed in order
-// (deterministic, no atomics).
+// PARAMS: dw[c] = sum_r dy * xhat, db[c] = sum_r dy as partial sums over chunks of rows: one invocation per
+// (chunk, column), rows summed in order into (chunks, cols); vk/ sums the chunks (deterministic, no atomics).
 #version 450
 #include "common.glsl"
 #include "push_constants.h"
 
-layout(constant_id = 0) const uint WG = 128;
-layout(local_size_x_id = 0) in;
 layout(push_constant) uniform Push { LayerNormPC p; };
 
 layout(std430, binding = 0) readonly buffer DY { float dy[]; };
@@ -20,16 +18,18 @@ layout(std430, binding = 4) writeonly buffer DW { float dw[]; };
 layout(std430, binding = 5) writeonly buffer DB { float db[]; };  // a dummy when !has_b
 
 void main() {
-  const uint c = linear_id();
-  if (c >= p.cols) return;
+  const uint chunks = (p.rows + p.chunk - 1) / p.chunk;
+  const uint i = linear_id();
+  if (i >= chunks * p.cols) return;
+  const uint c = i % p.cols, r1 = min(p.rows, (i / p.cols + 1) * p.chunk);
   float sw = 0.0, sb = 0.0;
-  for (uint r = 0; r < p.rows; ++r) {
+  for (uint r = (i / p.cols) * p.chunk; r < r1; ++r) {
     const float g = dy[r * p.cols + c];
     sw += g * (x[r * p.cols + c] - mean[r]) * rstd[r];
     sb += g;
   }
-  if (p.has_w != 0) dw[c] = sw;
-  if (p.has_b != 0) db[c] = sb;
+  if (p.has_w != 0) dw[i] = sw;
+  if (p.has_b != 0) db[i] = sb;
 }
 #else
 layout(std430, binding = 4) readonly buffer W { float w[]; };  // a dummy when !has_w

@@ -14,11 +14,13 @@ struct BinaryPC { uint n; uint an; uint bn; uint pad; };
 struct UnaryPC { uint n; float mul; float add; uint pad; };
 // C(b) = op(A(b)) op(B(b)); A/B element (r, c) at base + r*ld + c before transposition; C contiguous.
 struct MatmulPC { uint M; uint N; uint K; uint lda; uint ldb; uint a_bstride; uint b_bstride; uint trans_a; uint trans_b; };
-// x seen as (outer, n, inner); out[o, i] = scale * sum_k x[o, k, i].
-struct SumPC { uint outer; uint n; uint inner; float scale; };
+// x seen as (outer, n, inner); out[o, i] = scale * sum_k x[o, k, i]. Column sums (inner > 1) split n into
+// chunks of `chunk`: out is (outer, ceil(n / chunk), inner) partial sums (vk/ sums those again).
+struct SumPC { uint outer; uint n; uint inner; float scale; uint chunk; };
 // Row softmax over cols; causal: row r (r % tq) sees cols j <= r % tq + (cols - tq).
 struct SoftmaxPC { uint rows; uint cols; uint tq; uint causal; };
-struct LayerNormPC { uint rows; uint cols; float eps; uint has_w; uint has_b; };
+// Backward dw/db: per-column partial sums over row chunks of `chunk` rows, (ceil(rows / chunk), cols).
+struct LayerNormPC { uint rows; uint cols; float eps; uint has_w; uint has_b; uint chunk; };
 struct GeluPC { uint n; };
 // Forward: per-row lse and loss; backward: scale = dloss / count.
 struct CrossEntropyPC { uint rows; uint cols; int ignore_index; float scale; };
@@ -29,7 +31,7 @@ struct DropoutPC { uint n; uint seed_lo; uint seed_hi; uint off_lo; uint off_hi;
 
 #ifdef __cplusplus
 static_assert(sizeof(BinaryPC) == 16 && sizeof(UnaryPC) == 16 && sizeof(MatmulPC) == 36);
-static_assert(sizeof(SumPC) == 16 && sizeof(SoftmaxPC) == 16 && sizeof(LayerNormPC) == 20);
+static_assert(sizeof(SumPC) == 20 && sizeof(SoftmaxPC) == 16 && sizeof(LayerNormPC) == 24);
 static_assert(sizeof(CrossEntropyPC) == 16 && sizeof(EmbeddingPC) == 12 && sizeof(DropoutPC) == 28);
 }  // namespace alpha::vk::pc
 #endif

@@ -1,5 +1,6 @@
 // Workgroup tree reductions over shared memory (fixed order: deterministic for a fixed WG size).
-// Needs: WG specialization constant (power of two) and `shared float red[WG];` declared by the includer.
+// Needs: WG (common.glsl's workgroup-size constant, a power of two) and `shared float red[WG];` declared by the
+// includer.
 #ifndef ALPHA_REDUCE_GLSL
 #define ALPHA_REDUCE_GLSL
 

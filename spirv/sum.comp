@@ -1,12 +1,11 @@
 // Sum over one dim of x seen as (outer, n, inner), times scale. ROWS (inner == 1): one workgroup per row,
-// strided partial sums then a tree reduction. Otherwise one invocation per (outer, inner) output summing
-// sequentially over n. Both orders are fixed, so results are deterministic.
+// strided partial sums then a tree reduction. Otherwise one invocation per (outer, chunk of n, inner) output
+// summing its chunk sequentially (bounded loops: lavapipe stops any loop after 65535 iterations); vk/ sums
+// the partials again. Both orders are fixed, so results are deterministic.
 #version 450
 #include "common.glsl"
 #include "push_constants.h"
 
-layout(constant_id = 0) const uint WG = 128;
-layout(local_size_x_id = 0) in;
 layout(push_constant) uniform Push { SumPC p; };
 
 layout(std430, binding = 0) readonly buffer X { float x[]; };
@@ -25,11 +24,13 @@ void main() {
 }
 #else
 void main() {
+  const uint chunks = (p.n + p.chunk - 1) / p.chunk;
   const uint i = linear_id();
-  if (i >= p.outer * p.inner) return;
-  const uint ou = i / p.inner, in_ = i % p.inner;
+  if (i >= p.outer * chunks * p.inner) return;
+  const uint in_ = i % p.inner, t = i / p.inner, kc = t % chunks, ou = t / chunks;
+  const uint k1 = min(p.n, (kc + 1) * p.chunk);
   float s = 0.0;
-  for (uint k = 0; k < p.n; ++k) s += x[(ou * p.n + k) * p.inner + in_];
+  for (uint k = kc * p.chunk; k < k1; ++k) s += x[(ou * p.n + k) * p.inner + in_];
   o[i] = s * p.scale;
 }
 #endif

@@ -319,8 +319,9 @@ TEST_CASE("config: NaN and infinity are refused everywhere a number is read") {
 
 TEST_CASE("config: choices for tokenizer, sampling, schedule and device") {
   for (const char* t : {"char", "word", "bpe", "gpt2"}) {
-    CHECK(from_text(json{{"data", {{"tokenizer", t}}}}.dump()).data.tokenizer == t);
+    CHECK(from_text(json{{"data", {{"tokenizer", t}, {"tokenizer_path", "tok/"}}}}.dump()).data.tokenizer == t);
   }
+  CHECK(contains(text_error(R"({"data": {"tokenizer": "gpt2"}})"), R"("data.tokenizer_path")"));
   for (const char* s : {"constant", "cosine", "linear", "wsd"}) {
     CHECK(from_text(json{{"optim", {{"schedule", s}}}}.dump()).optim.schedule == s);
   }
@@ -427,7 +428,7 @@ TEST_CASE("config: config_to_json has every key and round-trips") {
   c.device = "vulkan:2";
   c.init_from = "runs/y/ckpt";
   c.model = {3, 2, 64, 32, 1000, 0.05, true};
-  c.data = {"d.txt", "bpe", 0.25, "sequential"};
+  c.data = {"d.txt", "bpe", 0.25, "sequential", 1000, "tok/"};
   c.train = {7, 2, 99, 11, 5, 3, 0};
   c.optim.lr = 0.123456789012345;
   c.optim.min_lr = 1e-7;
@@ -449,7 +450,7 @@ TEST_CASE("config: config_to_json has every key and round-trips") {
   leaf_keys(j, "", keys);
   leaf_keys(d, "", default_keys);
   CHECK(keys == default_keys);
-  CHECK(keys.size() == 36);  // 4 top-level + 7 model + 4 data + 7 train + 11 optim + 2 checkpoint + 1 metrics
+  CHECK(keys.size() == 38);  // 4 top-level + 7 model + 4 data + 7 train + 11 optim + 2 checkpoint + 1 metrics
   // Every key differs from its default here, so a key that parse_config ignored would break the round trip.
   for (const auto& k : keys) {
     CAPTURE(k);

@@ -8,7 +8,9 @@
 
 #include "core/error.h"
 #include "train/bench.h"
+#include "train/checkpoint.h"
 #include "train/config.h"
+#include "train/dash.h"
 #include "train/data.h"
 #include "train/trainer.h"
 
@@ -21,16 +23,21 @@ constexpr const char* kMainHelp = R"(alpha — train GPT models on the CPU or an
 usage: alpha <command> [options]
 
 commands:
-  train CONFIG [--set key=value]... [--json] [--quiet]
+  train CONFIG [--set key=value]... [--json] [--quiet] [--resume [PATH]]
                       train a GPT from a JSON config (see docs/config.md)
+  export CHECKPOINT --format safetensors OUT
+                      write a checkpoint's model as GPT-2-named safetensors
   bench cpu [--json]  CPU matmul GFLOP/s at GPT shapes and transformer-block step time
+  dash [RUN_DIR|metrics.jsonl ...] [--port 8080]
+                      live web dashboard of runs on http://127.0.0.1:8080/
   --help              this text; `alpha train --help` for the train command
   --version           print the version
 
-exit codes: 0 ok, 1 runtime error, 2 usage or config error, 3 bad input data
+exit codes: 0 ok, 1 runtime error, 2 usage or config error, 3 bad input data, 4 checkpoint error,
+            130 interrupted (SIGINT/SIGTERM; a checkpoint was saved)
 )";
 
-constexpr const char* kTrainHelp = R"(usage: alpha train CONFIG [--set key=value]... [--json] [--quiet]
+constexpr const char* kTrainHelp = R"(usage: alpha train CONFIG [--set key=value]... [--json] [--quiet] [--resume [PATH]]
 
 Trains the model described by CONFIG (a JSON file; every key is documented in docs/config.md).
 
@@ -39,9 +46,15 @@ options:
                     (value parsed as JSON if it parses, else taken as a string); repeatable
   --json            also stream the metrics JSONL records to stdout
   --quiet           no progress output on stderr
+  --resume [PATH]   continue exactly from checkpoint PATH, or from the latest one in out_dir (OUT_DIR/latest);
+                    the model shape, vocabulary and tokenizer must match (docs/checkpoint-format.md)
 
 The resolved config is printed and saved as OUT_DIR/config.json; metrics go to OUT_DIR/metrics.jsonl.
-exit codes: 0 ok, 1 runtime error, 2 usage or config error, 3 bad input data
+Checkpoints (OUT_DIR/ckpt-<step>.alph) are saved every checkpoint.interval steps, at the end, and on
+SIGINT/SIGTERM: the current step finishes, a checkpoint is saved and alpha exits 130 (a second signal
+exits at once; checkpoint files are never left half-written).
+exit codes: 0 ok, 1 runtime error, 2 usage or config error, 3 bad input data, 4 checkpoint error,
+            130 interrupted (checkpoint saved)
 )";
 
 struct UsageError : Error {
@@ -66,6 +79,11 @@ int cmd_train(const std::vector<std::string>& args) {
       opt.json_stdout = true;
     } else if (a == "--quiet") {
       opt.quiet = true;
+    } else if (a == "--resume") {  // optional PATH: the next argument unless it is an option or the config
+      opt.resume = "latest";
+      if (i + 1 < args.size() && !args[i + 1].empty() && args[i + 1][0] != '-' && !config_path.empty()) opt.resume = args[++i];
+    } else if (a.rfind("--resume=", 0) == 0) {
+      opt.resume = a.substr(9);
     } else if (!a.empty() && a[0] == '-') {
       throw UsageError(fmt::format("[cli] unknown option \"{}\" for train (see alpha train --help)", a));
     } else {
@@ -83,6 +101,10 @@ int cmd_train(const std::vector<std::string>& args) {
     std::fprintf(stderr, "done: %lld steps in %.1f s, train loss %.4f, val loss %.4f\n",
                  static_cast<long long>(r.steps), r.seconds, r.train_loss, r.val_loss);
     if (!r.sample.empty()) std::fprintf(stderr, "sample:\n%s\n", r.sample.c_str());
+  }
+  if (r.interrupted) {
+    std::fprintf(stderr, "interrupted: saved %s\n", r.checkpoint.c_str());
+    return kExitInterrupted;
   }
   return kExitOk;
 }
@@ -115,6 +137,8 @@ int run_cli(int argc, char** argv) {
     const std::vector<std::string> rest(args.begin() + 1, args.end());
     if (cmd == "train") return cmd_train(rest);
     if (cmd == "bench") return cmd_bench(rest);
+    if (cmd == "dash") return cmd_dash(rest);
+    if (cmd == "export") return cmd_export(rest);
     throw UsageError(fmt::format("[cli] unknown command \"{}\" (see alpha --help)", cmd));
   } catch (const UsageError& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
@@ -125,6 +149,9 @@ int run_cli(int argc, char** argv) {
   } catch (const DataError& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
     return kExitData;
+  } catch (const CheckpointError& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return kExitCheckpoint;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
     return kExitRuntime;

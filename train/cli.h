@@ -1,11 +1,24 @@
-// The `alpha` command line. Exit codes (docs/cli.md): 0 ok, 1 runtime error, 2 usage or config error,
-// 3 bad input data.
+// The `alpha` command line. Exit codes (README, `alpha --help`): 0 ok, 1 runtime error, 2 usage or config error,
+// 3 bad input data, 4 checkpoint error (missing, damaged or incompatible), 130 training interrupted by
+// SIGINT/SIGTERM after saving a checkpoint.
 #pragma once
+#include <string>
+#include <vector>
 
 namespace alpha {
 
-enum ExitCode : int { kExitOk = 0, kExitRuntime = 1, kExitUsage = 2, kExitData = 3 };
+enum ExitCode : int {
+  kExitOk = 0,
+  kExitRuntime = 1,
+  kExitUsage = 2,
+  kExitData = 3,
+  kExitCheckpoint = 4,
+  kExitInterrupted = 130,
+};
 
 int run_cli(int argc, char** argv);
+
+// Subcommands living in their own files (args exclude the command name).
+int cmd_export(const std::vector<std::string>& args);  // train/cmd_export.cpp
 
 }  // namespace alpha

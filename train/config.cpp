@@ -435,6 +435,11 @@ Config parse_config(const json& j) {
   da.val_fraction = get_double(j, "data.val_fraction", d.data.val_fraction, {0, true}, {1, true});
   da.sampling = get_string(j, "data.sampling", d.data.sampling);
   check_choice("data.sampling", da.sampling, {"random", "sequential"});
+  da.vocab_size = get_int(j, "data.vocab_size", d.data.vocab_size, 0, 1 << 24);
+  da.tokenizer_path = get_string(j, "data.tokenizer_path", d.data.tokenizer_path);
+  if (da.tokenizer == "gpt2" && da.tokenizer_path.empty()) {
+    throw ConfigError("[config] \"data.tokenizer\" gpt2 needs \"data.tokenizer_path\" (a folder with encoder.json and vocab.bpe)");
+  }
 
   auto& t = c.train;
   t.batch_size = get_int(j, "train.batch_size", d.train.batch_size, 1, kMaxCount);
@@ -510,7 +515,7 @@ json config_to_json(const Config& c) {
         {"vocab_size", m.vocab_size}, {"dropout", m.dropout}, {"bias", m.bias}}},
       {"data",
        {{"path", c.data.path}, {"tokenizer", c.data.tokenizer}, {"val_fraction", c.data.val_fraction},
-        {"sampling", c.data.sampling}}},
+        {"sampling", c.data.sampling}, {"vocab_size", c.data.vocab_size}, {"tokenizer_path", c.data.tokenizer_path}}},
       {"train",
        {{"batch_size", t.batch_size}, {"grad_accum", t.grad_accum}, {"max_steps", t.max_steps},
         {"eval_interval", t.eval_interval}, {"eval_iters", t.eval_iters}, {"log_interval", t.log_interval},

@@ -29,6 +29,8 @@ struct DataConfig {
   std::string tokenizer = "char";  // char | word | bpe | gpt2
   double val_fraction = 0.1;       // tail fraction of the tokens held out for validation
   std::string sampling = "random"; // random | sequential
+  int64_t vocab_size = 0;          // bpe: target vocabulary (0 = 512); word: vocabulary cap (0 = 4096)
+  std::string tokenizer_path = ""; // gpt2: folder holding encoder.json and vocab.bpe
   bool operator==(const DataConfig&) const = default;
 };
 

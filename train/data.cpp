@@ -7,21 +7,21 @@
 namespace alpha {
 
 TextData TextData::load(const std::string& path, const std::string& tokenizer_kind, double val_fraction,
-                        int64_t block_size) {
+                        int64_t block_size, const TokenizerOptions& tok) {
   ALPHA_CHECK(!path.empty(), DataError, "[data] no data file: set \"data.path\" in the config");
   std::ifstream f(path, std::ios::binary);
   ALPHA_CHECK(f.good(), DataError, "[data] cannot open \"{}\": {}", path, std::strerror(errno));
   std::ostringstream ss;
   ss << f.rdbuf();
   ALPHA_CHECK(!f.bad(), DataError, "[data] error reading \"{}\"", path);
-  return from_text(ss.str(), tokenizer_kind, val_fraction, block_size, path);
+  return from_text(ss.str(), tokenizer_kind, val_fraction, block_size, path, tok);
 }
 
 TextData TextData::from_text(const std::string& text, const std::string& tokenizer_kind, double val_fraction,
-                             int64_t block_size, const std::string& origin) {
+                             int64_t block_size, const std::string& origin, const TokenizerOptions& tok) {
   ALPHA_CHECK(!text.empty(), DataError, "[data] \"{}\" is empty", origin);
   TextData d;
-  d.tokenizer_ = train_tokenizer(tokenizer_kind, text);
+  d.tokenizer_ = train_tokenizer(tokenizer_kind, text, tok);
   std::vector<int32_t> ids = d.tokenizer_->encode(text);
   const auto n = static_cast<int64_t>(ids.size());
   const int64_t n_train = static_cast<int64_t>(static_cast<double>(n) * (1.0 - val_fraction));

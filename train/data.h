@@ -23,9 +23,9 @@ class TextData {
   // Reads `path`, trains a `tokenizer_kind` tokenizer on it, splits off the last `val_fraction` for validation.
   // Both splits must hold at least block_size + 1 tokens.
   static TextData load(const std::string& path, const std::string& tokenizer_kind, double val_fraction,
-                       int64_t block_size);
+                       int64_t block_size, const TokenizerOptions& tok = {});
   static TextData from_text(const std::string& text, const std::string& tokenizer_kind, double val_fraction,
-                            int64_t block_size, const std::string& origin);
+                            int64_t block_size, const std::string& origin, const TokenizerOptions& tok = {});
 
   const Tokenizer& tokenizer() const { return *tokenizer_; }
   const std::vector<int32_t>& split(bool val) const { return val ? val_ : train_; }

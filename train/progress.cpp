@@ -52,6 +52,26 @@ void Progress::message(const std::string& line) {
   std::fflush(stderr);
 }
 
+void Progress::task(const std::string& what, int64_t done, int64_t total) {
+  if (quiet_) return;
+  const auto now = std::chrono::steady_clock::now();
+  if (what != task_ || done == 0) {
+    task_ = what;
+    task_start_ = now;
+  }
+  if (done >= total) {
+    const double s = std::chrono::duration<double>(now - task_start_).count();
+    message(fmt::format("{}: {} in {:.1f} s", what, total, s));
+    task_.clear();
+  } else if (tty_) {
+    const double pct = total > 0 ? 100.0 * static_cast<double>(done) / static_cast<double>(total) : 0.0;
+    std::fprintf(stderr, "\r\033[K%s %lld/%lld (%.0f%%)", what.c_str(), static_cast<long long>(done),
+                 static_cast<long long>(total), pct);
+    std::fflush(stderr);
+    live_ = true;
+  }
+}
+
 void Progress::finish() { clear_live(); }
 
 }  // namespace alpha

@@ -1,5 +1,6 @@
 // The terminal view of a run: a live, rewritten line on a TTY; plain periodic lines otherwise (logs, CI).
 #pragma once
+#include <chrono>
 #include <cstdint>
 #include <string>
 
@@ -12,6 +13,9 @@ class Progress {
   void step(int64_t step, double loss, double lr, double tokens_per_sec, double elapsed_s);
   void eval(int64_t step, double train_loss, double val_loss);
   void message(const std::string& line);  // a permanent line (clears the live line first)
+  // Long set-up work (data preparation, shader pipelines): a live "what done/total (pct)" line on a TTY; on
+  // done == total a permanent "what: total in 1.2 s" line (TTY or not). Call with done = 0 first.
+  void task(const std::string& what, int64_t done, int64_t total);
   void finish();
 
  private:
@@ -22,6 +26,8 @@ class Progress {
   bool quiet_;
   bool live_ = false;
   double last_val_ = -1;
+  std::string task_;
+  std::chrono::steady_clock::time_point task_start_{};
 };
 
 }  // namespace alpha

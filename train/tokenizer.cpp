@@ -4,6 +4,7 @@
 #include <set>
 
 #include "core/error.h"
+#include "train/tokenizer_detail.h"
 
 namespace alpha {
 
@@ -91,9 +92,22 @@ std::string CharTokenizer::decode(const std::vector<int32_t>& ids) const {
 
 nlohmann::json CharTokenizer::to_json() const { return {{"kind", "char"}, {"chars", chars_}}; }
 
-std::unique_ptr<Tokenizer> train_tokenizer(const std::string& kind, const std::string& text) {
+std::unique_ptr<Tokenizer> train_tokenizer(const std::string& kind, const std::string& text,
+                                           const TokenizerOptions& options) {
+  ALPHA_CHECK(options.vocab_size >= 0, ValueError, "[tokenizer] vocab_size {} is negative", options.vocab_size);
   if (kind == "char") return std::make_unique<CharTokenizer>(CharTokenizer::train(text));
-  throw ValueError(fmt::format("[tokenizer] kind \"{}\" is not available yet (supported: char)", kind));
+  if (kind == "word")
+    return std::make_unique<WordTokenizer>(
+        WordTokenizer::train(text, options.vocab_size > 0 ? options.vocab_size : WordTokenizer::kDefaultMaxVocab));
+  if (kind == "bpe")
+    return std::make_unique<BpeTokenizer>(
+        BpeTokenizer::train(text, options.vocab_size > 0 ? options.vocab_size : BpeTokenizer::kDefaultVocabSize));
+  if (kind == "gpt2") {
+    ALPHA_CHECK(!options.path.empty(), ValueError,
+                "[tokenizer] gpt2 needs the directory holding GPT-2's encoder.json and vocab.bpe");
+    return std::make_unique<Gpt2Tokenizer>(Gpt2Tokenizer::load(options.path));
+  }
+  throw ValueError(fmt::format("[tokenizer] unknown tokenizer kind \"{}\" (supported: char, word, bpe, gpt2)", kind));
 }
 
 std::unique_ptr<Tokenizer> tokenizer_from_json(const nlohmann::json& j) {
@@ -110,6 +124,9 @@ std::unique_ptr<Tokenizer> tokenizer_from_json(const nlohmann::json& j) {
     }
     return std::make_unique<CharTokenizer>(std::move(cps));
   }
+  if (kind == "word") return word_tokenizer_from_json(j);
+  if (kind == "bpe") return bpe_tokenizer_from_json(j);
+  if (kind == "gpt2") return gpt2_tokenizer_from_json(j);
   throw ValueError(fmt::format("[tokenizer] unknown tokenizer kind \"{}\"", kind));
 }
 

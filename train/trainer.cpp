@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 
@@ -17,6 +18,8 @@
 #include "train/gpt.h"
 #include "train/metrics.h"
 #include "train/progress.h"
+#include "train/run_checkpoint.h"
+#include "train/safetensors.h"
 #include "train/sample.h"
 
 namespace alpha {
@@ -45,11 +48,54 @@ std::string resolve(const std::string& out_dir, const std::string& p) {
 
 // Options the config accepts whose implementation lands with a later issue: refused, never silently ignored.
 void refuse_unimplemented(const Config& cfg) {
-  ALPHA_CHECK(cfg.init_from.empty(), ConfigError, "[config] \"init_from\" is not supported yet (got \"{}\")", cfg.init_from);
-  ALPHA_CHECK(cfg.data.tokenizer == "char", ConfigError,
-              "[config] \"data.tokenizer\" \"{}\" is not available yet (supported: char)", cfg.data.tokenizer);
   ALPHA_CHECK(cfg.data.sampling == "random", ConfigError,
               "[config] \"data.sampling\" \"{}\" is not available yet (supported: random)", cfg.data.sampling);
+}
+
+// SIGINT/SIGTERM: the first asks the loop to finish its step, save and stop; a second one kills the process at
+// once with the default action (a save in flight leaves only a *.tmp file, removed by the next save).
+volatile std::sig_atomic_t g_stop_signal = 0;
+
+extern "C" void on_stop_signal(int sig) {
+  if (g_stop_signal != 0) {
+    std::signal(sig, SIG_DFL);
+    std::raise(sig);
+    return;
+  }
+  g_stop_signal = sig;
+}
+
+struct StopSignalScope {
+  struct sigaction old_int {}, old_term {};
+  StopSignalScope() {
+    g_stop_signal = 0;
+    struct sigaction sa {};
+    sa.sa_handler = on_stop_signal;
+    sa.sa_flags = SA_RESTART;  // writes in flight continue rather than fail with EINTR
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old_int);
+    sigaction(SIGTERM, &sa, &old_term);
+  }
+  ~StopSignalScope() {
+    sigaction(SIGINT, &old_int, nullptr);
+    sigaction(SIGTERM, &old_term, nullptr);
+    g_stop_signal = 0;
+  }
+};
+
+// "init_from": weights from a safetensors file (GPT-2 names) or an ALPH checkpoint (params only; the
+// optimizer, step and RNG streams start fresh).
+void init_weights_from(const Config& cfg, GPT& model, const Tokenizer& tok) {
+  ALPHA_CHECK(std::filesystem::is_regular_file(cfg.init_from), CheckpointError,
+              "[checkpoint] init_from \"{}\" does not exist", cfg.init_from);
+  const std::string& p = cfg.init_from;
+  if (p.size() >= 12 && p.substr(p.size() - 12) == ".safetensors") {
+    load_safetensors_into(model, p, tok);
+  } else {
+    const RunCheckpoint ck = load_run_checkpoint(p);
+    check_compatible(ck, model.config(), tok, "init_from");
+    restore_run(ck, model, nullptr);
+  }
 }
 
 }  // namespace
@@ -61,11 +107,14 @@ TrainResult run_training(const Config& cfg, const TrainOptions& opt) {
 
   DeviceScope device(cfg.device);
   progress.message("device: " + device.description());
-  TextData data = TextData::load(cfg.data.path, cfg.data.tokenizer, cfg.data.val_fraction, cfg.model.block_size);
+  TextData data = TextData::load(cfg.data.path, cfg.data.tokenizer, cfg.data.val_fraction, cfg.model.block_size,
+                                 TokenizerOptions{cfg.data.vocab_size, cfg.data.tokenizer_path});
   const int64_t V = cfg.model.vocab_size > 0 ? cfg.model.vocab_size : data.tokenizer().vocab_size();
   ALPHA_CHECK(V >= data.tokenizer().vocab_size(), DataError, "[data] model.vocab_size {} is smaller than the {}-token vocabulary",
               V, data.tokenizer().vocab_size());
 
+  // A resume target must exist before anything is written to out_dir: never a silent fresh start.
+  const std::string resume_path = opt.resume.empty() ? "" : find_resume_checkpoint(cfg.out_dir, opt.resume);
   std::filesystem::create_directories(cfg.out_dir);
   {
     nlohmann::json resolved = config_to_json(cfg);
@@ -85,17 +134,55 @@ TrainResult run_training(const Config& cfg, const TrainOptions& opt) {
                                data.split(true).size(), cfg.data.path));
 
   AdamW optimizer(model.parameters(), AdamWOptions{cfg.optim.beta1, cfg.optim.beta2, cfg.optim.eps, cfg.optim.weight_decay});
-  ScheduleOptions sched{parse_schedule(cfg.optim.schedule), cfg.optim.lr, cfg.optim.min_lr, cfg.optim.warmup_steps,
-                        cfg.optim.decay_steps, cfg.optim.wsd_decay_fraction};
+  const ScheduleOptions sched = schedule_from_config(cfg);
 
-  metrics.write("run", {{"schema", kMetricsSchemaVersion}, {"config", config_to_json(cfg)}, {"device", device.description()},
-                        {"version", ALPHA_VERSION}, {"parameters", model.num_parameters()}});
+  TrainResult result;
+  TrainState st;
+  nlohmann::json run_fields = {{"schema", kMetricsSchemaVersion}, {"config", config_to_json(cfg)},
+                               {"device", device.description()}, {"version", ALPHA_VERSION},
+                               {"parameters", model.num_parameters()}};
+  if (!resume_path.empty()) {
+    const RunCheckpoint ck = load_run_checkpoint(resume_path);
+    check_compatible(ck, mc, data.tokenizer(), "resume");
+    ALPHA_CHECK(ck.state.step < cfg.train.max_steps, ConfigError,
+                "[config] \"train.max_steps\" is {} but the checkpoint \"{}\" is already at step {}: nothing to resume",
+                cfg.train.max_steps, resume_path, ck.state.step);
+    restore_run(ck, model, &optimizer);
+    st = ck.state;
+    for (auto [rng, s] : {std::pair{&init_rng, st.init}, {&data_rng, st.data}, {&dropout_rng, st.dropout},
+                          {&eval_rng, st.eval}, {&sample_rng, st.sample}})
+      rng->set_state(s);
+    result.train_loss = st.train_loss;
+    result.val_loss = st.val_loss;
+    result.steps = st.step;
+    result.checkpoint = resume_path;
+    run_fields["step"] = st.step;
+    run_fields["checkpoint"] = resume_path;
+    metrics.write("resume", run_fields);
+    progress.message(fmt::format("resumed from {} at step {}", resume_path, st.step));
+  } else {
+    if (!cfg.init_from.empty()) {
+      init_weights_from(cfg, model, data.tokenizer());
+      run_fields["init_from"] = cfg.init_from;
+      progress.message("weights from " + cfg.init_from);
+    }
+    metrics.write("run", run_fields);
+  }
+  auto save = [&]() {
+    st.init = init_rng.state();
+    st.data = data_rng.state();
+    st.dropout = dropout_rng.state();
+    st.eval = eval_rng.state();
+    st.sample = sample_rng.state();
+    result.checkpoint = save_run_checkpoint(cfg, data.tokenizer(), model, optimizer, st);
+    metrics.write("checkpoint", {{"step", st.step}, {"path", result.checkpoint}});
+  };
+  StopSignalScope signals;
 
   const int64_t tokens_per_step = cfg.train.batch_size * cfg.model.block_size * cfg.train.grad_accum;
   const double flops_per_step = model.flops_per_token(cfg.model.block_size) * static_cast<double>(tokens_per_step);
-  TrainResult result;
   const std::vector<Tensor> params = model.parameters();
-  for (int64_t step = 0; step < cfg.train.max_steps; ++step) {
+  for (int64_t step = st.step; step < cfg.train.max_steps; ++step) {
     const auto ts = Clock::now();
     const double lr = lr_at(sched, step);
     double loss_sum = 0;
@@ -110,28 +197,47 @@ TrainResult run_training(const Config& cfg, const TrainOptions& opt) {
     optimizer.zero_grad();
 
     const int64_t done = step + 1;
+    st.step = done;
+    st.tokens_seen += tokens_per_step;
     const double step_s = seconds_since(ts), elapsed = seconds_since(t0);
     const double loss_v = loss_sum / static_cast<double>(cfg.train.grad_accum);
     const double tps = static_cast<double>(tokens_per_step) / step_s;
     if (done % cfg.train.log_interval == 0 || done == cfg.train.max_steps) {
       metrics.write("step", {{"step", done}, {"loss", loss_v}, {"lr", lr}, {"grad_norm", grad_norm},
                              {"tokens_per_sec", tps}, {"step_ms", step_s * 1e3}, {"elapsed_s", elapsed},
-                             {"tokens_seen", done * tokens_per_step}, {"flops_per_step", flops_per_step}});
+                             {"tokens_seen", st.tokens_seen}, {"flops_per_step", flops_per_step}});
     }
     progress.step(done, loss_v, lr, tps, elapsed);
     ALPHA_CHECK(std::isfinite(loss_v), Error, "[train] loss is {} at step {}: stopping", loss_v, done);
 
-    if (done % cfg.train.eval_interval == 0 || done == cfg.train.max_steps) {
-      result.train_loss = estimate_loss(model, data, false, cfg, eval_rng);
-      result.val_loss = estimate_loss(model, data, true, cfg, eval_rng);
+    const bool eval_due = done % cfg.train.eval_interval == 0;
+    if (eval_due || done == cfg.train.max_steps) {
+      // The extra final evaluation draws from a copy, so the eval stream (and a resumed run) is as if it had not run.
+      Rng final_eval_rng = eval_rng;
+      Rng& er = eval_due ? eval_rng : final_eval_rng;
+      result.train_loss = estimate_loss(model, data, false, cfg, er);
+      result.val_loss = estimate_loss(model, data, true, cfg, er);
+      st.eval_step = done;
+      st.train_loss = result.train_loss;
+      st.val_loss = result.val_loss;
       metrics.write("eval", {{"step", done}, {"train_loss", result.train_loss}, {"val_loss", result.val_loss},
                              {"elapsed_s", seconds_since(t0)}});
       progress.eval(done, result.train_loss, result.val_loss);
     }
     result.steps = done;
+    if (opt.after_step) opt.after_step(done);
+    const bool stop = g_stop_signal != 0;
+    if (done % cfg.checkpoint.interval == 0 || done == cfg.train.max_steps || stop) save();
+    if (stop) {
+      result.interrupted = true;
+      metrics.write("interrupted", {{"step", done}, {"signal", static_cast<int>(g_stop_signal)},
+                                    {"checkpoint", result.checkpoint}, {"elapsed_s", seconds_since(t0)}});
+      break;
+    }
   }
   progress.finish();
   result.seconds = seconds_since(t0);
+  if (result.interrupted) return result;
 
   if (cfg.train.sample_tokens > 0) {
     SampleOptions so;

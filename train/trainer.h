@@ -1,7 +1,9 @@
 // The training job behind `alpha train`: data -> model -> loop (forward, loss, backward, clip, AdamW,
-// schedule) with periodic evaluation, JSONL metrics, a progress line, and a final sample.
+// schedule) with periodic evaluation, JSONL metrics, a progress line, checkpoints (train/run_checkpoint.h),
+// exact resume, SIGINT/SIGTERM handling, and a final sample.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "train/config.h"
@@ -11,6 +13,8 @@ namespace alpha {
 struct TrainOptions {
   bool json_stdout = false;  // also stream metrics to stdout (--json)
   bool quiet = false;        // no progress line
+  std::string resume;        // "" = fresh run; "latest" = OUT_DIR/latest; else a checkpoint path (--resume)
+  std::function<void(int64_t step)> after_step;  // test hook, called after each finished step
 };
 
 struct TrainResult {
@@ -18,6 +22,8 @@ struct TrainResult {
   double train_loss = 0, val_loss = 0;  // last evaluation
   double seconds = 0;
   std::string sample;
+  bool interrupted = false;  // stopped by SIGINT/SIGTERM after saving `checkpoint`
+  std::string checkpoint;    // the last checkpoint written ("" if none)
 };
 
 TrainResult run_training(const Config& cfg, const TrainOptions& opt);

@@ -1,5 +1,6 @@
 #include "vk/backend.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <limits>
 #include <string>
@@ -39,10 +40,19 @@ bool VulkanBackend::wants(OpClass cls, int64_t work) const { return work >= thre
 
 void VulkanBackend::record_sum(const std::shared_ptr<GpuBuffer>& in, const std::shared_ptr<GpuBuffer>& out,
                                uint32_t outer, uint32_t n, uint32_t inner, float scale) {
-  const pc::SumPC pc{outer, n, inner, scale};
   const double work = double(outer) * n * inner;
-  if (inner == 1) rt_->run("sum_rows_f32", {128}, {{in, false}, {out, true}}, pc, Runtime::grid(outer), work);
-  else rt_->run("sum_cols_f32", {256}, {{in, false}, {out, true}}, pc, Runtime::grid_for(uint64_t(outer) * inner, 256), work);
+  if (inner == 1) {
+    const pc::SumPC pc{outer, n, inner, scale, n};
+    rt_->run("sum_rows_f32", {128}, {{in, false}, {out, true}}, pc, Runtime::grid(outer), work);
+    return;
+  }
+  // Long columns: partial sums over chunks of kSumChunk, then the same sum over the chunks (fixed order).
+  const uint32_t chunks = (n + kSumChunk - 1) / kSumChunk;
+  const auto part = chunks > 1 ? rt_->scratch(uint64_t(outer) * chunks * inner * 4) : out;
+  const pc::SumPC pc{outer, n, inner, chunks > 1 ? 1.0f : scale, chunks > 1 ? kSumChunk : std::max(n, 1u)};
+  rt_->run("sum_cols_f32", {256}, {{in, false}, {part, true}}, pc,
+           Runtime::grid_for(uint64_t(outer) * chunks * inner, 256), work);
+  if (chunks > 1) record_sum(part, out, outer, chunks, inner, scale);
 }
 
 }  // namespace alpha::vk

@@ -53,7 +53,9 @@ class VulkanBackend : public Backend {
   Tensor binary(uint32_t op, const Tensor& a, const Tensor& b);
   bool f32(const Tensor& t) const { return t.defined() && t.dtype() == DType::f32 && rt_->accepts(t); }
   bool i32(const Tensor& t) const { return t.defined() && t.dtype() == DType::i32 && rt_->accepts(t); }
-  // Sum of a (outer, n, inner) contiguous buffer times scale, into out (outer * inner floats).
+  // Sum of a (outer, n, inner) contiguous buffer times scale, into out (outer * inner floats). Column sums
+  // run in chunks of kSumChunk along n (bounded shader loops; more parallel), then sum the chunks.
+  static constexpr uint32_t kSumChunk = 4096;
   void record_sum(const std::shared_ptr<GpuBuffer>& in, const std::shared_ptr<GpuBuffer>& out, uint32_t outer,
                   uint32_t n, uint32_t inner, float scale);
 

@@ -76,7 +76,7 @@ Tensor VulkanBackend::sum(const Tensor& x, int64_t dim, bool keepdim) {
   Shape rs = s;
   if (keepdim) rs[dim] = 1;
   else rs.erase(rs.begin() + dim);
-  if (outer * inner == 0) return {};
+  if (outer * inner == 0 || n == 0) return {};
   const auto bx = rt_->input(x);
   Tensor out = rt_->output(rs);
   record_sum(bx, Runtime::buffer_of(out), uint32_t(outer), uint32_t(n), uint32_t(inner), 1.0f);

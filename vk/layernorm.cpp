@@ -7,6 +7,7 @@ namespace alpha::vk {
 
 namespace {
 constexpr uint32_t kWG = 128;
+constexpr uint32_t kRowChunk = 256;  // dw/db: rows per partial sum (bounded loops, rows * cols / 256 threads)
 }
 
 ops::LayerNormOut VulkanBackend::layernorm(const Tensor& x, const Tensor& w, const Tensor& b, double eps) {
@@ -18,7 +19,7 @@ ops::LayerNormOut VulkanBackend::layernorm(const Tensor& x, const Tensor& w, con
   const Shape row_shape(x.shape().begin(), x.shape().end() - 1);
   ops::LayerNormOut out{rt_->output(x.shape()), rt_->output(row_shape), rt_->output(row_shape)};
   const pc::LayerNormPC pc{uint32_t(rows), uint32_t(cols), static_cast<float>(eps), w.defined() ? 1u : 0u,
-                           b.defined() ? 1u : 0u};
+                           b.defined() ? 1u : 0u, 0};
   rt_->run("layernorm_f32", {kWG},
            {{bx, false}, {bw, false}, {bb, false}, {Runtime::buffer_of(out.y), true},
             {Runtime::buffer_of(out.mean), true}, {Runtime::buffer_of(out.rstd), true}},
@@ -35,19 +36,29 @@ ops::LayerNormGrads VulkanBackend::layernorm_backward(const Tensor& dy, const Te
   const auto bw = w.defined() ? rt_->input(w) : bx;
   ops::LayerNormGrads g;
   g.dx = rt_->output(x.shape());
-  const pc::LayerNormPC pc{uint32_t(rows), uint32_t(cols), 0.0f, w.defined() ? 1u : 0u, has_bias ? 1u : 0u};
+  const pc::LayerNormPC pc{uint32_t(rows), uint32_t(cols), 0.0f, w.defined() ? 1u : 0u, has_bias ? 1u : 0u, kRowChunk};
   rt_->run("layernorm_bwd_dx_f32", {kWG},
            {{bdy, false}, {bx, false}, {bm, false}, {br, false}, {bw, false}, {Runtime::buffer_of(g.dx), true}}, pc,
            Runtime::grid(rows), 10.0 * double(x.numel()));
   if (w.defined() || has_bias) {
     if (w.defined()) g.dw = rt_->output({cols});
     if (has_bias) g.db = rt_->output({cols});
-    // A placeholder for the missing output: written by no invocation (the shader checks the flags).
+    // Partial sums per row chunk, (chunks, cols), then summed over the chunks in order. A placeholder for
+    // a missing output: written by no invocation (the shader checks the flags).
+    const uint32_t chunks = uint32_t((rows + kRowChunk - 1) / kRowChunk);
+    const uint64_t part_bytes = uint64_t(chunks) * uint64_t(cols) * 4;
     const auto dummy = rt_->scratch(4);
-    rt_->run("layernorm_bwd_dwdb_f32", {kWG},
-             {{bdy, false}, {bx, false}, {bm, false}, {br, false},
-              {w.defined() ? Runtime::buffer_of(g.dw) : dummy, true}, {has_bias ? Runtime::buffer_of(g.db) : dummy, true}},
-             pc, Runtime::grid_for(uint64_t(cols), kWG), 4.0 * double(x.numel()));
+    auto target = [&](bool has, const Tensor& t) {
+      if (!has) return dummy;
+      return chunks > 1 ? rt_->scratch(part_bytes) : Runtime::buffer_of(t);
+    };
+    const auto pw = target(w.defined(), g.dw), pb = target(has_bias, g.db);
+    rt_->run("layernorm_bwd_dwdb_f32", {kWG}, {{bdy, false}, {bx, false}, {bm, false}, {br, false}, {pw, true}, {pb, true}},
+             pc, Runtime::grid_for(uint64_t(chunks) * uint64_t(cols), kWG), 4.0 * double(x.numel()));
+    if (chunks > 1) {
+      if (w.defined()) record_sum(pw, Runtime::buffer_of(g.dw), 1, chunks, uint32_t(cols), 1.0f);
+      if (has_bias) record_sum(pb, Runtime::buffer_of(g.db), 1, chunks, uint32_t(cols), 1.0f);
+    }
   }
   return g;
 }

@@ -1,5 +1,5 @@
 // Batched matmul on OpenBLAS. Legend: M rows of the result, N columns, K the contracted dim.
-// OpenBLAS is the serial build; we split rows across our own pool so results never depend on timing.
+// OpenBLAS runs one thread per call; we split rows across our own pool so results never depend on timing.
 #include "core/cpu/matmul.h"
 
 #include <cblas.h>
@@ -49,6 +49,11 @@ int64_t row_grain(int64_t rows, int64_t N, int64_t K) {
 
 template <class T>
 Tensor matmul_typed(Tensor a, Tensor b, bool ta, bool tb) {
+  static const bool single = [] {
+    openblas_set_num_threads(1);  // our pool does the threading; OpenBLAS's own workers would compete
+    return true;
+  }();
+  (void)single;
   const int64_t M = ta ? a.size(-1) : a.size(-2), K = ta ? a.size(-2) : a.size(-1);
   const int64_t N = tb ? b.size(-2) : b.size(-1);
   const Shape ba(a.shape().begin(), a.shape().end() - 2), bb(b.shape().begin(), b.shape().end() - 2);
