@@ -18,8 +18,8 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool ta, bool tb) {
     }
     if (gb && b.dim() == 2 && a.dim() > 2) {
       // A 2-D weight against a batch: dB = sum over the batch = one GEMM on the flattened rows.
-      const Tensor af = (ta ? a.transpose(-1, -2) : a).contiguous().reshape({-1, a.size(ta ? -2 : -1)});  // (R, K)
-      const Tensor gf = g.contiguous().reshape({-1, g.size(-1)});                                          // (R, N)
+      const Tensor af = ops::reshape(ta ? a.transpose(-1, -2) : a, {-1, a.size(ta ? -2 : -1)});  // (R, K)
+      const Tensor gf = ops::reshape(g, {-1, g.size(-1)});                                          // (R, N)
       db = tb ? ops::matmul(gf, af, true, false) : ops::matmul(af, gf, true, false);
     } else if (gb) {
       db = tb ? ops::matmul(g, a, true, ta) : ops::matmul(a, g, !ta, false);

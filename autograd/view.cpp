@@ -7,7 +7,8 @@ namespace alpha::ag {
 
 Tensor reshape(const Tensor& x, const Shape& shape) {
   const Shape xs = x.shape();
-  return record("reshape", x.reshape(shape), {x}, [xs](const Tensor& g) { return std::vector<Tensor>{g.reshape(xs)}; });
+  return record("reshape", ops::reshape(x, shape), {x},
+                [xs](const Tensor& g) { return std::vector<Tensor>{ops::reshape(g, xs)}; });
 }
 
 Tensor transpose(const Tensor& x, int64_t d0, int64_t d1) {
@@ -25,12 +26,8 @@ Tensor permute(const Tensor& x, const std::vector<int64_t>& dims) {
 Tensor narrow(const Tensor& x, int64_t dim, int64_t start, int64_t length) {
   Tensor y = x.narrow(dim, start, length);
   const Shape xs = x.shape();
-  const DType dt = x.dtype();
-  return record("narrow", y, {x}, [xs, dt, dim, start, length](const Tensor& g) {
-    Tensor gx = Tensor::zeros(xs, dt);  // zero everywhere but the narrowed window
-    Tensor win = gx.narrow(dim, start, length);
-    win.copy_from(g);
-    return std::vector<Tensor>{gx};
+  return record("narrow", y, {x}, [xs, dim, start](const Tensor& g) {
+    return std::vector<Tensor>{ops::narrow_backward(g, xs, dim, start)};  // zeros but the narrowed window
   });
 }
 
@@ -40,7 +37,7 @@ Tensor expand(const Tensor& x, const Shape& shape) {
 }
 
 Tensor contiguous(const Tensor& x) {
-  return record("contiguous", x.contiguous(), {x}, [](const Tensor& g) { return std::vector<Tensor>{g}; });
+  return record("contiguous", ops::contiguous(x), {x}, [](const Tensor& g) { return std::vector<Tensor>{g}; });
 }
 
 }  // namespace alpha::ag

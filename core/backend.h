@@ -13,12 +13,23 @@ namespace alpha {
 enum class OpClass : uint8_t { elementwise, reduce, matmul, embedding, layernorm, gelu, softmax, cross_entropy, dropout };
 const char* op_class_name(OpClass c);
 
+// What a backend's queue has done since it was created (a GPU backend's lazy queue; zeros for others).
+struct QueueCounters {
+  int64_t submissions = 0;  // queue flushes that submitted work
+  int64_t dispatches = 0;   // kernels recorded
+  int64_t barriers = 0;
+  int64_t syncs = 0;        // host waits for the GPU
+  int64_t bytes_up = 0, bytes_down = 0;
+  int64_t wait_ns = 0;      // host time spent in those waits
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
   virtual std::string name() const = 0;
   // Should an op of this class with `work` (≈ flops or elements) run here? The size-threshold policy.
   virtual bool wants(OpClass cls, int64_t work) const = 0;
+  virtual QueueCounters queue_counters() const { return {}; }
 
   virtual Tensor add(const Tensor&, const Tensor&) { return {}; }
   virtual Tensor sub(const Tensor&, const Tensor&) { return {}; }
@@ -42,6 +53,10 @@ class Backend {
     return {};
   }
   virtual Tensor dropout(const Tensor&, double, uint64_t, uint64_t) { return {}; }
+  // Strided copies (any strides/offset of the source view; same dtype): a contiguous copy, and narrow's
+  // backward (zeros of `shape` with g at [start, start + g.size(dim)) along dim).
+  virtual Tensor copy(const Tensor&) { return {}; }
+  virtual Tensor narrow_backward(const Tensor&, const Shape&, int64_t /*dim*/, int64_t /*start*/) { return {}; }
 };
 
 // The active GPU backend (nullptr = CPU only). Not owned; the caller keeps it alive while set.
@@ -54,5 +69,22 @@ struct DispatchStats {
   int64_t gpu_ops = 0;
 };
 DispatchStats& dispatch_stats();
+
+// One snapshot for the metrics stream: ops per side (process-wide) plus the active backend's queue counters
+// (all zero and backend empty when no GPU backend is active). Counters only grow: report differences.
+struct DeviceCounters {
+  int64_t cpu_ops = 0, gpu_ops = 0;
+  std::string backend;  // active backend's name, "" = CPU only
+  QueueCounters queue;
+};
+DeviceCounters device_counters();
+
+// ALPHA_VK_CHECK=1 debug mode: after each op the GPU ran, the dispatcher runs it again on the CPU (inputs are
+// downloaded) and throws GpuCheckError naming the op, its input shapes and the first element that differs by
+// more than the op class's tolerance (relative to the largest CPU value). Slow: for debugging only.
+class GpuCheckError : public Error { using Error::Error; };
+bool gpu_check_enabled();
+void set_gpu_check(bool on);          // overrides ALPHA_VK_CHECK (tests)
+void corrupt_next_gpu_result();       // test hook: the next GPU result is made wrong before it is checked
 
 }  // namespace alpha

@@ -11,6 +11,14 @@
 
 namespace alpha::ops {
 
+// ---- layout ----
+// contiguous(x): x when already contiguous, else a contiguous copy (any dtype). The copy runs on the GPU when
+// the backend wants the size or x's data lives only on the GPU (copying it on the CPU would download it).
+Tensor contiguous(const Tensor& x);
+Tensor reshape(const Tensor& x, const Shape& shape);  // a view when x is contiguous, else contiguous(x).view
+// Narrow's backward: zeros of `shape` with g placed at [start, start + g.size(dim)) along dim.
+Tensor narrow_backward(const Tensor& g, const Shape& shape, int64_t dim, int64_t start);
+
 // ---- element-wise (NumPy broadcasting; float dtypes; result dtype = inputs' dtype, which must match) ----
 Tensor add(const Tensor& a, const Tensor& b);
 Tensor sub(const Tensor& a, const Tensor& b);

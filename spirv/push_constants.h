@@ -28,10 +28,14 @@ struct CrossEntropyPC { uint rows; uint cols; int ignore_index; float scale; };
 struct EmbeddingPC { uint n_idx; uint cols; uint vocab; };
 // Kept iff (philox_at(seed, offset + i) >> 8) >= threshold, i.e. u32_to_unit(...) >= p exactly.
 struct DropoutPC { uint n; uint seed_lo; uint seed_hi; uint off_lo; uint off_hi; uint threshold; float scale; };
+// Strided gather of 32-bit words into a contiguous (6-d, leading 1s) output; window along wdim (see copy.comp).
+// uint arrays have a 4-byte stride in std430 push constants, as in C++.
+struct CopyPC { uint n; uint offset; uint size[6]; uint stride[6]; uint wdim; uint wstart; uint wlen; };
 
 #ifdef __cplusplus
 static_assert(sizeof(BinaryPC) == 16 && sizeof(UnaryPC) == 16 && sizeof(MatmulPC) == 36);
 static_assert(sizeof(SumPC) == 20 && sizeof(SoftmaxPC) == 16 && sizeof(LayerNormPC) == 24);
 static_assert(sizeof(CrossEntropyPC) == 16 && sizeof(EmbeddingPC) == 12 && sizeof(DropoutPC) == 28);
+static_assert(sizeof(CopyPC) == 68);
 }  // namespace alpha::vk::pc
 #endif

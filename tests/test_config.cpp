@@ -443,6 +443,9 @@ TEST_CASE("config: config_to_json has every key and round-trips") {
   c.optim.grad_clip = 0.0;
   c.checkpoint = {17, 1};
   c.metrics.path = "/tmp/m.jsonl";
+  c.metrics.profile = true;
+  c.metrics.http = {"http://127.0.0.1:9/x", "ALPHA_TOKEN", 7, 3, 2, 1.5, 0.5};
+  c.dispatch = {0, 12345};
 
   const json j = alpha::config_to_json(c);
   const json d = alpha::config_to_json(Config{});
@@ -450,7 +453,8 @@ TEST_CASE("config: config_to_json has every key and round-trips") {
   leaf_keys(j, "", keys);
   leaf_keys(d, "", default_keys);
   CHECK(keys == default_keys);
-  CHECK(keys.size() == 38);  // 4 top-level + 7 model + 4 data + 7 train + 11 optim + 2 checkpoint + 1 metrics
+  CHECK(keys.size() == 48);  // 4 top-level + 7 model + 4 data + 7 train + 11 optim + 2 checkpoint + 1 metrics
+                             // + 2 dispatch
   // Every key differs from its default here, so a key that parse_config ignored would break the round trip.
   for (const auto& k : keys) {
     CAPTURE(k);
@@ -475,4 +479,11 @@ TEST_CASE("config: docs/config.md documents every key") {
   }
   CHECK(contains(doc, "--set"));
   CHECK(contains(doc, "exit code 2"));
+}
+
+TEST_CASE("config: metrics.http keys are validated") {
+  CHECK(contains(text_error(R"({"metrics": {"http": {"queue_lines": 0}}})"), R"("metrics.http.queue_lines" must be >= 1)"));
+  CHECK(contains(text_error(R"({"metrics": {"http": {"timeout_s": 0}}})"), R"("metrics.http.timeout_s")"));
+  CHECK(contains(text_error(R"({"metrics": {"http": {"urll": "x"}}})"), R"(did you mean "metrics.http.url")"));
+  CHECK(from_text(R"({"metrics": {"http": {"url": "http://127.0.0.1:1/m"}}})").metrics.http.url == "http://127.0.0.1:1/m");
 }

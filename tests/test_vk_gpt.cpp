@@ -17,7 +17,7 @@ struct Run {
   std::vector<std::vector<double>> grads;  // of the first step
 };
 
-Run train(bool on_gpu_backend, int steps) {
+Run train(bool on_gpu_backend, int steps, int64_t* gpu_cpu_ops = nullptr) {
   GPTConfig cfg{2, 2, 32, 16, 65, 0.1, true};
   Rng init(7);
   GPT model(cfg, init);
@@ -31,8 +31,10 @@ Run train(bool on_gpu_backend, int steps) {
     for (auto& v : y) v = static_cast<int32_t>(data.below(65));
     const Tensor xi = Tensor::from_vector(x, {2, 16}), yi = Tensor::from_vector(y, {2, 16});
     if (on_gpu_backend) set_active_backend(&gpu());
+    const int64_t cpu0 = dispatch_stats().cpu_ops;
     Tensor loss = model.loss(xi, yi, /*training=*/true, drop);
     ag::backward(loss);
+    if (gpu_cpu_ops && on_gpu_backend) *gpu_cpu_ops += dispatch_stats().cpu_ops - cpu0;
     set_active_backend(nullptr);
     r.losses.push_back(loss.item());
     if (s == 0)
@@ -64,5 +66,21 @@ TEST_CASE("vk tiny GPT: loss, gradients and 5 AdamW steps with dropout match the
   }
   MESSAGE("worst gradient error: " << worst);
   CHECK(worst <= 1e-3);
+  expect_clean();
+}
+
+TEST_CASE("vk tiny GPT: 20 training steps at threshold 0 match the CPU loss curve within 1e-4, no CPU fallbacks") {
+  for (int c = 0; c < 9; ++c) gpu().set_threshold(static_cast<OpClass>(c), 0);
+  int64_t cpu_ops = 0;  // ops of the forward/backward that still ran on the CPU in the GPU run
+  const Run g = train(true, 20, &cpu_ops);
+  const Run c = train(false, 20);
+  MESSAGE("CPU ops in 20 GPU steps: " << cpu_ops);
+  CHECK(cpu_ops == 0);
+  REQUIRE(g.losses.size() == 20);
+  for (size_t s = 0; s < g.losses.size(); ++s) {
+    CAPTURE(s);
+    CHECK(std::fabs(g.losses[s] - c.losses[s]) <= 1e-4 * std::fabs(c.losses[s]));
+  }
+  CHECK(c.losses.back() < c.losses.front());  // it trains: the curves being compared are not flat
   expect_clean();
 }

@@ -28,6 +28,8 @@ commands:
   export CHECKPOINT --format safetensors OUT
                       write a checkpoint's model as GPT-2-named safetensors
   bench cpu [--json]  CPU matmul GFLOP/s at GPT shapes and transformer-block step time
+  info [CONFIG] [--set key=value]... [--device SPEC]
+                      Vulkan devices, the device a run would use, its features and limits, thresholds
   dash [RUN_DIR|metrics.jsonl ...] [--port 8080]
                       live web dashboard of runs on http://127.0.0.1:8080/
   --help              this text; `alpha train --help` for the train command
@@ -139,6 +141,7 @@ int run_cli(int argc, char** argv) {
     if (cmd == "bench") return cmd_bench(rest);
     if (cmd == "dash") return cmd_dash(rest);
     if (cmd == "export") return cmd_export(rest);
+    if (cmd == "info") return cmd_info(rest);
     throw UsageError(fmt::format("[cli] unknown command \"{}\" (see alpha --help)", cmd));
   } catch (const UsageError& e) {
     std::fprintf(stderr, "error: %s\n", e.what());

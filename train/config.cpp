@@ -470,6 +470,19 @@ Config parse_config(const json& j) {
   c.checkpoint.interval = get_int(j, "checkpoint.interval", d.checkpoint.interval, 1, kMaxCount);
   c.checkpoint.keep_last = get_int(j, "checkpoint.keep_last", d.checkpoint.keep_last, 1, kMaxCount);
   c.metrics.path = get_string(j, "metrics.path", d.metrics.path, /*allow_empty=*/false);
+  c.metrics.profile = get_bool(j, "metrics.profile", d.metrics.profile);
+  auto& h = c.metrics.http;
+  const MetricsHttpConfig& dh = d.metrics.http;
+  h.url = get_string(j, "metrics.http.url", dh.url);
+  h.token_env = get_string(j, "metrics.http.token_env", dh.token_env);
+  h.queue_lines = get_int(j, "metrics.http.queue_lines", dh.queue_lines, 1, kMaxCount);
+  h.batch_lines = get_int(j, "metrics.http.batch_lines", dh.batch_lines, 1, kMaxCount);
+  h.max_retries = get_int(j, "metrics.http.max_retries", dh.max_retries, 0, 1000);
+  h.timeout_s = get_double(j, "metrics.http.timeout_s", dh.timeout_s, {0, true}, {3600, false});
+  h.close_timeout_s = get_double(j, "metrics.http.close_timeout_s", dh.close_timeout_s, {0, false}, {3600, false});
+  constexpr int64_t kMaxWork = int64_t{1} << 62;
+  c.dispatch.threshold = get_int(j, "dispatch.threshold", d.dispatch.threshold, 0, kMaxWork);
+  c.dispatch.matmul_threshold = get_int(j, "dispatch.matmul_threshold", d.dispatch.matmul_threshold, 0, kMaxWork);
 
   check_sizes(c);
   return c;
@@ -526,7 +539,12 @@ json config_to_json(const Config& c) {
         {"weight_decay", o.weight_decay}, {"beta1", o.beta1}, {"beta2", o.beta2}, {"eps", o.eps},
         {"grad_clip", o.grad_clip}}},
       {"checkpoint", {{"interval", c.checkpoint.interval}, {"keep_last", c.checkpoint.keep_last}}},
-      {"metrics", {{"path", c.metrics.path}}},
+      {"metrics", {{"path", c.metrics.path}, {"profile", c.metrics.profile},
+                   {"http", {{"url", c.metrics.http.url}, {"token_env", c.metrics.http.token_env},
+                             {"queue_lines", c.metrics.http.queue_lines}, {"batch_lines", c.metrics.http.batch_lines},
+                             {"max_retries", c.metrics.http.max_retries}, {"timeout_s", c.metrics.http.timeout_s},
+                             {"close_timeout_s", c.metrics.http.close_timeout_s}}}}},
+      {"dispatch", {{"threshold", c.dispatch.threshold}, {"matmul_threshold", c.dispatch.matmul_threshold}}},
   };
 }
 

@@ -56,9 +56,25 @@ struct CheckpointConfig {
   bool operator==(const CheckpointConfig&) const = default;
 };
 
+struct MetricsHttpConfig {
+  std::string url = "";        // POST endpoint for JSONL batches; empty = no HTTP sink
+  std::string token_env = "";  // environment variable holding a bearer token; empty = no auth
+  int64_t queue_lines = 10000, batch_lines = 500, max_retries = 5;
+  double timeout_s = 5, close_timeout_s = 5;
+  bool operator==(const MetricsHttpConfig&) const = default;
+};
 struct MetricsConfig {
   std::string path = "metrics.jsonl";  // relative paths are inside out_dir
+  bool profile = false;                // per-kernel GPU time from Vulkan timestamps (not measured yet)
+  MetricsHttpConfig http;
   bool operator==(const MetricsConfig&) const = default;
+};
+
+// Size-threshold dispatcher (issue 4): ops at least this big run on the GPU when one is in use.
+struct DispatchConfig {
+  int64_t threshold = int64_t{1} << 20;         // elements, for element-wise/row ops
+  int64_t matmul_threshold = int64_t{1} << 24;  // flops (2*M*N*K)
+  bool operator==(const DispatchConfig&) const = default;
 };
 
 struct Config {
@@ -72,6 +88,7 @@ struct Config {
   OptimConfig optim;
   CheckpointConfig checkpoint;
   MetricsConfig metrics;
+  DispatchConfig dispatch;
   bool operator==(const Config&) const = default;
 };
 

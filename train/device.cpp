@@ -9,7 +9,7 @@
 
 namespace alpha {
 
-DeviceScope::DeviceScope(const std::string& config_device) {
+DeviceScope::DeviceScope(const std::string& config_device, int64_t threshold, int64_t matmul_threshold) {
   std::string spec = config_device;
   if (const char* e = std::getenv("ALPHA_DEVICE"); e && *e) spec = e;
   if (spec == "cpu") {
@@ -34,10 +34,13 @@ DeviceScope::DeviceScope(const std::string& config_device) {
   opts.device.validation = std::getenv("ALPHA_VK_VALIDATION") && std::string(std::getenv("ALPHA_VK_VALIDATION")) != "0";
   try {
     auto be = std::make_unique<vk::VulkanBackend>(opts);
+    be->configure_thresholds(threshold, matmul_threshold);
     description_ = be->name();
     backend_ = std::move(be);
     set_active_backend(backend_.get());
-  } catch (const vk::NoDeviceError& e) {
+  } catch (const vk::VkError& e) {
+    // auto falls back to the CPU on any failure to bring Vulkan up: no device, or a loader without a driver
+    // (vkCreateInstance -> VK_ERROR_INCOMPATIBLE_DRIVER).
     if (spec != "auto") throw;
     description_ = fmt::format("cpu (auto: no Vulkan GPU: {})", e.what());
   }

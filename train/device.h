@@ -2,6 +2,7 @@
 // (any Vulkan device, software ones included; an error if none) or "vulkan:N". ALPHA_DEVICE overrides the
 // config's value. While a DeviceScope lives, its backend is the dispatcher's active backend.
 #pragma once
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -11,13 +12,16 @@ namespace alpha {
 
 class DeviceScope {
  public:
-  explicit DeviceScope(const std::string& config_device);
+  // Thresholds: dispatch.threshold (elements) and dispatch.matmul_threshold (flops) of the config.
+  explicit DeviceScope(const std::string& config_device, int64_t threshold = int64_t{1} << 20,
+                       int64_t matmul_threshold = int64_t{1} << 24);
   ~DeviceScope();
   DeviceScope(const DeviceScope&) = delete;
   DeviceScope& operator=(const DeviceScope&) = delete;
 
   const std::string& description() const { return description_; }  // e.g. "vulkan: NVIDIA H100 (discrete)"
   bool gpu() const { return backend_ != nullptr; }
+  Backend* backend() const { return backend_.get(); }  // nullptr on the CPU
   void sync();  // waits for queued GPU work (timing points)
 
  private:

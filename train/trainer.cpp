@@ -16,6 +16,7 @@
 #include "train/data.h"
 #include "train/device.h"
 #include "train/gpt.h"
+#include "train/http_sink.h"
 #include "train/metrics.h"
 #include "train/progress.h"
 #include "train/run_checkpoint.h"
@@ -105,7 +106,7 @@ TrainResult run_training(const Config& cfg, const TrainOptions& opt) {
   const auto t0 = Clock::now();
   Progress progress(cfg.train.max_steps, opt.quiet);
 
-  DeviceScope device(cfg.device);
+  DeviceScope device(cfg.device, cfg.dispatch.threshold, cfg.dispatch.matmul_threshold);
   progress.message("device: " + device.description());
   TextData data = TextData::load(cfg.data.path, cfg.data.tokenizer, cfg.data.val_fraction, cfg.model.block_size,
                                  TokenizerOptions{cfg.data.vocab_size, cfg.data.tokenizer_path});
@@ -121,6 +122,18 @@ TrainResult run_training(const Config& cfg, const TrainOptions& opt) {
     std::ofstream(std::filesystem::path(cfg.out_dir) / "config.json") << resolved.dump(2) << "\n";
   }
   MetricsWriter metrics(resolve(cfg.out_dir, cfg.metrics.path), opt.json_stdout);
+  {
+    HttpSinkOptions http;
+    const MetricsHttpConfig& h = cfg.metrics.http;
+    http.url = h.url;
+    http.token_env = h.token_env;
+    http.queue_lines = h.queue_lines;
+    http.batch_lines = h.batch_lines;
+    http.timeout_s = h.timeout_s;
+    http.max_retries = static_cast<int>(h.max_retries);
+    http.close_timeout_s = h.close_timeout_s;
+    metrics.attach_http(http);  // no-op when the url is empty
+  }
 
   // Separate streams (derived from the seed) so changing one use never shifts another.
   Rng init_rng(cfg.seed), data_rng(cfg.seed + 1), dropout_rng(cfg.seed + 2), eval_rng(cfg.seed + 3),
@@ -182,6 +195,7 @@ TrainResult run_training(const Config& cfg, const TrainOptions& opt) {
   const int64_t tokens_per_step = cfg.train.batch_size * cfg.model.block_size * cfg.train.grad_accum;
   const double flops_per_step = model.flops_per_token(cfg.model.block_size) * static_cast<double>(tokens_per_step);
   const std::vector<Tensor> params = model.parameters();
+  BackendCounters backend_prev = backend_counters_now();
   for (int64_t step = st.step; step < cfg.train.max_steps; ++step) {
     const auto ts = Clock::now();
     const double lr = lr_at(sched, step);
@@ -203,9 +217,13 @@ TrainResult run_training(const Config& cfg, const TrainOptions& opt) {
     const double loss_v = loss_sum / static_cast<double>(cfg.train.grad_accum);
     const double tps = static_cast<double>(tokens_per_step) / step_s;
     if (done % cfg.train.log_interval == 0 || done == cfg.train.max_steps) {
-      metrics.write("step", {{"step", done}, {"loss", loss_v}, {"lr", lr}, {"grad_norm", grad_norm},
-                             {"tokens_per_sec", tps}, {"step_ms", step_s * 1e3}, {"elapsed_s", elapsed},
-                             {"tokens_seen", st.tokens_seen}, {"flops_per_step", flops_per_step}});
+      nlohmann::json rec = {{"step", done}, {"loss", loss_v}, {"lr", lr}, {"grad_norm", grad_norm},
+                            {"tokens_per_sec", tps}, {"step_ms", step_s * 1e3}, {"elapsed_s", elapsed},
+                            {"tokens_seen", st.tokens_seen}, {"flops_per_step", flops_per_step}};
+      const BackendCounters now = backend_counters_now();
+      rec.update(backend_view_fields(now - backend_prev));  // ops per device, flushes, bytes since last record
+      backend_prev = now;
+      metrics.write("step", rec);
     }
     progress.step(done, loss_v, lr, tps, elapsed);
     ALPHA_CHECK(std::isfinite(loss_v), Error, "[train] loss is {} at step {}: stopping", loss_v, done);

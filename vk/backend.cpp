@@ -12,8 +12,14 @@
 namespace alpha::vk {
 
 VulkanBackend::VulkanBackend(RuntimeOptions opts) : rt_(std::make_unique<Runtime>(opts)) {
+  configure_thresholds(int64_t{1} << 20, int64_t{1} << 24);
+}
+
+void VulkanBackend::configure_thresholds(int64_t elements, int64_t matmul_flops) {
+  ALPHA_CHECK(elements >= 0 && matmul_flops >= 0, ValueError, "[vk] thresholds must be >= 0, got {} and {}",
+              elements, matmul_flops);
   for (size_t i = 0; i < thresholds_.size(); ++i)
-    thresholds_[i] = static_cast<OpClass>(i) == OpClass::matmul ? (int64_t{1} << 24) : (int64_t{1} << 20);
+    thresholds_[i] = static_cast<OpClass>(i) == OpClass::matmul ? matmul_flops : elements;
   if (const char* e = std::getenv("ALPHA_GPU_MIN_WORK"); e && *e) {
     char* end = nullptr;
     const long long v = std::strtoll(e, &end, 10);
@@ -37,6 +43,11 @@ std::string VulkanBackend::name() const {
 }
 
 bool VulkanBackend::wants(OpClass cls, int64_t work) const { return work >= threshold(cls); }
+
+QueueCounters VulkanBackend::queue_counters() const {
+  const LazyQueue::Stats& s = rt_->queue().stats();
+  return {s.submissions, s.dispatches, s.barriers, s.syncs, s.bytes_up, s.bytes_down, s.wait_ns};
+}
 
 void VulkanBackend::record_sum(const std::shared_ptr<GpuBuffer>& in, const std::shared_ptr<GpuBuffer>& out,
                                uint32_t outer, uint32_t n, uint32_t inner, float scale) {

@@ -1,11 +1,12 @@
 // VulkanBackend: alpha::Backend on the Vulkan runtime. Implements the ops for f32 contiguous tensors with
-// offset 0 (others are declined: the dispatcher runs the CPU kernel). Method bodies live in the file
-// named like the op: vk/elementwise.cpp, vk/matmul.cpp, vk/softmax.cpp, ...
+// offset 0 (others are declined: the dispatcher runs the CPU kernel), plus strided copies of any f32/i32 view
+// (copy, narrow_backward: vk/copy.cpp) that the dispatcher uses to bring views into that layout on the GPU.
+// Method bodies live in the file named like the op: vk/elementwise.cpp, vk/matmul.cpp, vk/softmax.cpp, ...
 //
 // Size-threshold policy (wants): an op goes to the GPU when its work reaches the class threshold.
-// Defaults: 1M elements for element-wise/row ops (the dispatch.threshold), 16M flops for matmul
-// (2*M*N*K: about a 256x256x128 product). ALPHA_GPU_MIN_WORK=<n> sets every class to n (0: everything on
-// the GPU, for tests).
+// Defaults: 1M elements for element-wise/row ops (config dispatch.threshold), 16M flops for matmul
+// (dispatch.matmul_threshold; 2*M*N*K: about a 256x256x128 product). ALPHA_GPU_MIN_WORK=<n> sets every class
+// to n (0: everything on the GPU, for tests); it wins over the config.
 #pragma once
 #include <array>
 #include <memory>
@@ -22,7 +23,11 @@ class VulkanBackend : public Backend {
 
   std::string name() const override;
   bool wants(OpClass cls, int64_t work) const override;
+  QueueCounters queue_counters() const override;
   void set_threshold(OpClass cls, int64_t work) { thresholds_[static_cast<size_t>(cls)] = work; }
+  // The config's thresholds (dispatch.threshold / dispatch.matmul_threshold) for every class; the environment
+  // (ALPHA_GPU_MIN_WORK, ALPHA_VK_CPU_OPS) still wins, as in the constructor.
+  void configure_thresholds(int64_t elements, int64_t matmul_flops);
   int64_t threshold(OpClass cls) const { return thresholds_[static_cast<size_t>(cls)]; }
   Runtime& runtime() { return *rt_; }
   void sync() { rt_->queue().sync(); }
@@ -48,8 +53,12 @@ class VulkanBackend : public Backend {
   Tensor cross_entropy_backward(const Tensor& logits, const Tensor& targets, const Tensor& lse, double dloss,
                                 int64_t count, int64_t ignore_index) override;
   Tensor dropout(const Tensor& x, double p, uint64_t seed, uint64_t offset) override;
+  Tensor copy(const Tensor& src) override;
+  Tensor narrow_backward(const Tensor& g, const Shape& shape, int64_t dim, int64_t start) override;
 
  private:
+  // Contiguous `out_shape` gathered from src's view; wdim >= 0: src fills the window at wstart along wdim.
+  Tensor strided_copy(const Tensor& src, const Shape& out_shape, int64_t wdim, int64_t wstart);
   Tensor binary(uint32_t op, const Tensor& a, const Tensor& b);
   bool f32(const Tensor& t) const { return t.defined() && t.dtype() == DType::f32 && rt_->accepts(t); }
   bool i32(const Tensor& t) const { return t.defined() && t.dtype() == DType::i32 && rt_->accepts(t); }

@@ -47,6 +47,11 @@ Runtime::~Runtime() {
 bool Runtime::accepts(const Tensor& t) const {
   if (!t.defined() || t.dtype() == DType::f16) return false;  // f64 travels as bits (cross-entropy lse)
   if (!t.is_contiguous() || t.offset() != 0 || t.numel() == 0) return false;
+  return accepts_storage(t);
+}
+
+bool Runtime::accepts_storage(const Tensor& t) const {
+  if (!t.defined() || t.dtype() == DType::f16 || t.numel() == 0) return false;
   const auto& st = t.storage();
   if (st->nbytes() > dev_->features().max_storage_buffer_range) return false;
   if (st->nbytes() > std::numeric_limits<uint32_t>::max() / 2) return false;  // 32-bit indices in shaders
@@ -63,6 +68,8 @@ std::shared_ptr<GpuBuffer> Runtime::input(const Tensor& t) {
   st->ensure_device_current();  // queues an upload when the host copy is newer
   return buffer_of(t);
 }
+
+std::shared_ptr<GpuBuffer> Runtime::input_storage(const Tensor& t) { return input(t); }
 
 Tensor Runtime::output(const Shape& shape, DType dtype) {
   Tensor t = Tensor::empty(shape, dtype);

@@ -53,6 +53,9 @@ class Runtime {
   // f32/i32/f64 (kernels check dtypes), contiguous, offset 0, non-empty, within one storage binding, not another runtime's buffer.
   bool accepts(const Tensor& t) const;
   std::shared_ptr<GpuBuffer> input(const Tensor& t);
+  // Any view (strides, offset) whose storage can live here; input_storage() is its whole storage's buffer.
+  bool accepts_storage(const Tensor& t) const;
+  std::shared_ptr<GpuBuffer> input_storage(const Tensor& t);
   Tensor output(const Shape& shape, DType dtype = DType::f32);
   static const std::shared_ptr<GpuBuffer>& buffer_of(const Tensor& t);  // t came from output()/input()
   std::shared_ptr<GpuBuffer> scratch(VkDeviceSize bytes) { return pool_->acquire(bytes); }

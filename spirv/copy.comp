@@ -1,0 +1,32 @@
+// Strided gather into a contiguous output: out[i] = src[offset + sum_k c_k * stride_k], where c is the
+// row-major coordinate of i in the (up to 6-d) output shape. Elements are copied as 32-bit words, so one
+// kernel serves f32 and i32. Window (narrow's backward): along dim wdim only coordinates in
+// [wstart, wstart + wlen) read the source (at c - wstart); the rest are written 0.
+#version 450
+#include "common.glsl"
+#include "push_constants.h"
+
+layout(push_constant) uniform Push { CopyPC p; };
+layout(std430, binding = 0) readonly buffer S { uint s[]; };
+layout(std430, binding = 1) writeonly buffer O { uint o[]; };
+
+void main() {
+  const uint i = linear_id();
+  if (i >= p.n) return;
+  uint rest = i, src = p.offset;
+  // Innermost dim first: dims are padded with leading 1s to 6.
+  for (int k = 5; k >= 0; --k) {
+    const uint size = p.size[k], stride = p.stride[k];
+    uint c = rest % size;
+    rest /= size;
+    if (uint(k) == p.wdim) {
+      if (c < p.wstart || c >= p.wstart + p.wlen) {  // outside the window: no source read at all
+        o[i] = 0u;
+        return;
+      }
+      c -= p.wstart;
+    }
+    src += c * stride;
+  }
+  o[i] = s[src];
+}
