@@ -16,25 +16,17 @@
 #include "train/config.h"
 #include "train/dash.h"
 #include "train/dash_page.h"
+#include "test_util.h"
 
 using namespace alpha;
 using nlohmann::json;
 namespace fs = std::filesystem;
+using alpha::test::TempDir;
+using alpha::test::append_file;
 
 namespace {
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    path = fs::temp_directory_path() / ("alpha_dash_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() { fs::remove_all(path); }
-  static inline int counter = 0;
-};
 
-void append(const fs::path& p, const std::string& s) { std::ofstream(p, std::ios::binary | std::ios::app) << s; }
 
 struct RunningDash {
   DashServer server;
@@ -66,7 +58,7 @@ TEST_CASE("dash inputs: a run directory, a metrics file, unique names") {
   TempDir d;
   fs::create_directories(d.path / "a");
   fs::create_directories(d.path / "x" / "a");
-  append(d.path / "b.jsonl", "");
+  append_file(d.path / "b.jsonl", "");
   const auto runs = resolve_dash_inputs({(d.path / "a").string(), (d.path / "x" / "a").string(), (d.path / "b.jsonl").string()});
   REQUIRE(runs.size() == 3);
   CHECK(runs[0].path == (d.path / "a" / "metrics.jsonl").string());
@@ -87,7 +79,7 @@ TEST_CASE("the dash API serves records incrementally, holds back a torn tail and
   TempDir d;
   const fs::path file = d.path / "r1" / "metrics.jsonl";
   fs::create_directories(file.parent_path());
-  append(file, R"({"type":"run","config":{"seed":1}})" "\n" R"({"type":"step","step":1,"loss":2})" "\n"
+  append_file(file, R"({"type":"run","config":{"seed":1}})" "\n" R"({"type":"step","step":1,"loss":2})" "\n"
                R"({"type":"step","step":2,"lo)");
   RunningDash dash(resolve_dash_inputs({(d.path / "r1").string()}));
   const json runs = dash.get("/api/runs");
@@ -99,7 +91,7 @@ TEST_CASE("the dash API serves records incrementally, holds back a torn tail and
   CHECK(a["next"] == 2);
   CHECK(a["torn"] == true);
   CHECK(a["records"][0]["config"]["seed"] == 1);
-  append(file, R"(ss":1.5})" "\n");
+  append_file(file, R"(ss":1.5})" "\n");
   json b = dash.get("/api/records?run=0&from=2");
   REQUIRE(b["records"].size() == 1);
   CHECK(b["records"][0]["loss"] == 1.5);
@@ -108,7 +100,7 @@ TEST_CASE("the dash API serves records incrementally, holds back a torn tail and
   CHECK(b["generation"] == a["generation"]);
 
   fs::resize_file(file, 0);
-  append(file, R"({"type":"run","config":{"seed":2}})" "\n");
+  append_file(file, R"({"type":"run","config":{"seed":2}})" "\n");
   json c = dash.get("/api/records?run=0&from=3");
   CHECK(c["generation"] != a["generation"]);
   CHECK(c["total"] == 1);

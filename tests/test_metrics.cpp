@@ -13,25 +13,17 @@
 #include "train/cli.h"
 #include "train/metrics.h"
 #include "train/metrics_read.h"
+#include "test_util.h"
 
 using namespace alpha;
 using nlohmann::json;
 namespace fs = std::filesystem;
+using alpha::test::TempDir;
+using alpha::test::append_file;
 
 namespace {
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    path = fs::temp_directory_path() / ("alpha_metrics_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() { fs::remove_all(path); }
-  static inline int counter = 0;
-};
 
-void append(const fs::path& p, const std::string& s) { std::ofstream(p, std::ios::binary | std::ios::app) << s; }
 std::string slurp(const fs::path& p) {
   std::ifstream f(p, std::ios::binary);
   std::stringstream ss;
@@ -138,13 +130,13 @@ TEST_CASE("the tail reader holds back a torn last line until its newline and ski
   const fs::path p = d.path / "metrics.jsonl";
   MetricsTail tail(p.string());
   CHECK(tail.poll().records.empty());  // no file yet
-  append(p, R"({"type":"step","step":1})" "\n" R"({"type":"step","st)");
+  append_file(p, R"({"type":"step","step":1})" "\n" R"({"type":"step","st)");
   MetricsLines a = tail.poll();
   REQUIRE(a.records.size() == 1);
   CHECK(a.records[0]["step"] == 1);
   CHECK(a.torn_tail);
   CHECK(a.bad_lines == 0);
-  append(p, R"(ep":2})" "\n" "not json\n" R"({"type":"eval","step":2})" "\n");
+  append_file(p, R"(ep":2})" "\n" "not json\n" R"({"type":"eval","step":2})" "\n");
   MetricsLines b = tail.poll();
   REQUIRE(b.records.size() == 2);
   CHECK(b.records[0]["step"] == 2);
@@ -153,7 +145,7 @@ TEST_CASE("the tail reader holds back a torn last line until its newline and ski
   CHECK_FALSE(b.torn_tail);
   CHECK(tail.poll().records.empty());
   fs::resize_file(p, 0);  // rewritten: start over
-  append(p, R"({"type":"run"})" "\n");
+  append_file(p, R"({"type":"run"})" "\n");
   MetricsLines c = tail.poll();
   CHECK(c.truncated);
   REQUIRE(c.records.size() == 1);
@@ -167,7 +159,7 @@ TEST_CASE("a killed run's torn line neither breaks reading nor the records a res
     MetricsWriter w(p.string());
     w.write("step", valid_step());
   }
-  append(p, R"({"type":"step","time":1.7e9,"step":4,"lo)");  // killed mid-line
+  append_file(p, R"({"type":"step","time":1.7e9,"step":4,"lo)");  // killed mid-line
   MetricsLines killed = read_metrics_file(p.string());
   CHECK(killed.records.size() == 1);
   CHECK(killed.torn_tail);
@@ -183,7 +175,7 @@ TEST_CASE("a killed run's torn line neither breaks reading nor the records a res
   CHECK(m.records[1]["type"] == "resume");
   CHECK(validate_record(m.records[1]) == "");
   // A torn tail that is a whole object missing only its newline is still read from a finished file.
-  append(p, valid_step().dump());
+  append_file(p, valid_step().dump());
   const MetricsLines tail = read_metrics_file(p.string());
   CHECK(tail.torn_tail);
   CHECK(tail.records.size() == 3);

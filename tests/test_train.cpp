@@ -11,71 +11,13 @@
 #include "train/cli.h"
 #include "train/data.h"
 #include "train/tokenizer.h"
+#include "test_util.h"
 
 using namespace alpha;
 namespace fs = std::filesystem;
+using namespace alpha::test;
 
 namespace {
-
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    path = fs::temp_directory_path() / ("alpha_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() { fs::remove_all(path); }
-  static inline int counter = 0;
-};
-
-void write_file(const fs::path& p, const std::string& s) { std::ofstream(p, std::ios::binary) << s; }
-
-std::string corpus() {
-  std::string s;
-  for (int i = 0; i < 60; ++i) s += "the quick brown fox jumps over the lazy dog " + std::to_string(i % 7) + "\n";
-  return s;
-}
-
-// Runs `alpha args...` in-process, capturing stderr into `err`.
-int cli(std::vector<std::string> args, std::string* err = nullptr) {
-  args.insert(args.begin(), "alpha");
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  fflush(stderr);
-  char buf[] = "/tmp/alpha_cli_errXXXXXX";
-  const int fd = mkstemp(buf);
-  const int saved = dup(2);
-  dup2(fd, 2);
-  const int rc = run_cli(static_cast<int>(argv.size()), argv.data());
-  fflush(stderr);
-  dup2(saved, 2);
-  close(saved);
-  close(fd);
-  std::ifstream f(buf);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  if (err) *err = ss.str();
-  fs::remove(buf);
-  return rc;
-}
-
-std::string tiny_config(const fs::path& dir, const std::string& extra = "") {
-  write_file(dir / "data.txt", corpus());
-  const std::string cfg = R"({"out_dir": ")" + (dir / "run").string() + R"(", "seed": 7, "device": "cpu",
-    "model": {"n_layer": 1, "n_head": 2, "n_embd": 16, "block_size": 8, "dropout": 0.1, "bias": true},
-    "data": {"path": ")" + (dir / "data.txt").string() + R"("},
-    "train": {"batch_size": 4, "max_steps": 12, "eval_interval": 6, "eval_iters": 2, "sample_tokens": 20},
-    "optim": {"lr": 3e-3, "warmup_steps": 2, "decay_steps": 12}, "checkpoint": {"interval": 100})" + extra + "}";
-  write_file(dir / "cfg.json", cfg);
-  return (dir / "cfg.json").string();
-}
-
-std::vector<nlohmann::json> read_jsonl(const fs::path& p) {
-  std::ifstream f(p);
-  std::vector<nlohmann::json> out;
-  for (std::string line; std::getline(f, line);) out.push_back(nlohmann::json::parse(line));
-  return out;
-}
 
 }  // namespace
 
