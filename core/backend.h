@@ -3,6 +3,7 @@
 // dispatcher then runs the CPU kernel. Signatures mirror core/ops.h; inputs are already validated.
 #pragma once
 #include <cstdint>
+#include <map>
 #include <string>
 
 #include "core/ops.h"
@@ -30,6 +31,8 @@ class Backend {
   // Should an op of this class with `work` (≈ flops or elements) run here? The size-threshold policy.
   virtual bool wants(OpClass cls, int64_t work) const = 0;
   virtual QueueCounters queue_counters() const { return {}; }
+  // GPU nanoseconds per kernel name since creation (timestamp profiling; empty when off or unsupported).
+  virtual std::map<std::string, double> kernel_gpu_ns() const { return {}; }
 
   virtual Tensor add(const Tensor&, const Tensor&) { return {}; }
   virtual Tensor sub(const Tensor&, const Tensor&) { return {}; }

@@ -2,7 +2,7 @@
 (4 layers, 4 heads, n_embd 128, block 64, batch 12, 2000 steps, lr 1e-3 cosine to 1e-4, warmup 100, beta2 0.99,
 dropout 0, weight decay 0.1 on 2-D params, clip 1.0, eval_iters 20), written independently of nanoGPT.
 
-Usage: [EVAL_ITERS=20] [EVAL_INTERVAL=250] [SEED=1337] [THREADS=2] /usr/bin/python3 scripts/torch_cpu_recipe.py DATA.txt [max_steps]
+Usage: [EVAL_ITERS=20] [EVAL_INTERVAL=250] [SEED=1337] [THREADS=2] [GELU=tanh|none] /usr/bin/python3 scripts/torch_cpu_recipe.py DATA.txt [max_steps]
 Prints one JSON line per evaluation and a final {"done": ...} line with wall seconds and ms/step.
 """
 import json, math, os, sys, time
@@ -16,6 +16,7 @@ EVAL_INTERVAL = int(os.environ.get("EVAL_INTERVAL", 250))  # the recipe's values
 EVAL_ITERS = int(os.environ.get("EVAL_ITERS", 20))
 SEED = int(os.environ.get("SEED", 1337))
 THREADS = int(os.environ.get("THREADS", 2))
+GELU = os.environ.get("GELU", "tanh")  # "none" = exact erf GELU, as nanoGPT's nn.GELU()
 
 
 class LayerNorm(nn.Module):
@@ -44,7 +45,7 @@ class Block(nn.Module):
         att = att.masked_fill(~self.mask[:t, :t], float("-inf")).softmax(-1)
         y = (att @ v).transpose(1, 2).contiguous().view(b, t, c)
         x = x + self.c_proj(y)
-        return x + self.mlp_proj(F.gelu(self.c_fc(self.ln_2(x)), approximate="tanh"))
+        return x + self.mlp_proj(F.gelu(self.c_fc(self.ln_2(x)), approximate=GELU))
 
 
 class GPT(nn.Module):
@@ -115,7 +116,7 @@ def main():
         train_s += time.perf_counter() - ts
         if (it + 1) % EVAL_INTERVAL == 0 or it + 1 == steps:
             print(json.dumps(dict(step=it + 1, **evaluate(), s=round(time.perf_counter() - t0, 1))), flush=True)
-    print(json.dumps(dict(done=True, seed=SEED, torch=torch.__version__, seconds=round(time.perf_counter() - t0, 1),
+    print(json.dumps(dict(done=True, seed=SEED, gelu=GELU, torch=torch.__version__, seconds=round(time.perf_counter() - t0, 1),
                           ms_per_step=round(train_s / steps * 1e3, 1))), flush=True)
 
 

@@ -444,6 +444,7 @@ TEST_CASE("config: config_to_json has every key and round-trips") {
   c.checkpoint = {17, 1};
   c.metrics.path = "/tmp/m.jsonl";
   c.metrics.profile = true;
+  c.metrics.peak_tflops = 989.5;
   c.metrics.http = {"http://127.0.0.1:9/x", "ALPHA_TOKEN", 7, 3, 2, 1.5, 0.5};
   c.dispatch = {0, 12345};
 
@@ -453,7 +454,7 @@ TEST_CASE("config: config_to_json has every key and round-trips") {
   leaf_keys(j, "", keys);
   leaf_keys(d, "", default_keys);
   CHECK(keys == default_keys);
-  CHECK(keys.size() == 48);  // 4 top-level + 7 model + 4 data + 7 train + 11 optim + 2 checkpoint + 1 metrics
+  CHECK(keys.size() == 49);  // 4 top-level + 7 model + 4 data + 7 train + 11 optim + 2 checkpoint + 1 metrics
                              // + 2 dispatch
   // Every key differs from its default here, so a key that parse_config ignored would break the round trip.
   for (const auto& k : keys) {

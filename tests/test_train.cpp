@@ -165,3 +165,21 @@ TEST_CASE("every tokenizer kind trains end to end: char, word, bpe, gpt2") {
   CHECK(cli({"train", cfg, "--quiet", "--set", "data.tokenizer=gpt2"}, &err) == kExitUsage);  // no tokenizer_path
   CHECK(err.find("data.tokenizer_path") != std::string::npos);
 }
+
+TEST_CASE("step records carry MFU when the device's peak is configured") {
+  TempDir d;
+  const std::string cfg = tiny_config(d.path);
+  REQUIRE(cli({"train", cfg, "--quiet", "--set", "metrics.peak_tflops=0.5", "--set", "train.max_steps=3"}) == kExitOk);
+  int n = 0;
+  for (const auto& l : read_jsonl(d.path / "run" / "metrics.jsonl")) {
+    if (l["type"] != "step") continue;
+    ++n;
+    REQUIRE(l.contains("mfu"));
+    const double expect = l["flops_per_step"].get<double>() / (l["step_ms"].get<double>() / 1e3) / 0.5e12;
+    CHECK(l["mfu"].get<double>() == doctest::Approx(expect).epsilon(1e-9));
+  }
+  CHECK(n == 3);
+  TempDir e;
+  REQUIRE(cli({"train", tiny_config(e.path), "--quiet", "--set", "train.max_steps=2"}) == kExitOk);
+  for (const auto& l : read_jsonl(e.path / "run" / "metrics.jsonl")) CHECK(!l.contains("mfu"));  // peak unknown
+}

@@ -65,7 +65,8 @@ struct MetricsHttpConfig {
 };
 struct MetricsConfig {
   std::string path = "metrics.jsonl";  // relative paths are inside out_dir
-  bool profile = false;                // per-kernel GPU time from Vulkan timestamps (not measured yet)
+  bool profile = false;                // per-kernel GPU time from Vulkan timestamps
+  double peak_tflops = 0;              // the device's peak FLOP/s (in TFLOP/s) for MFU; 0 = unknown, no MFU
   MetricsHttpConfig http;
   bool operator==(const MetricsConfig&) const = default;
 };

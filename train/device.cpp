@@ -9,7 +9,8 @@
 
 namespace alpha {
 
-DeviceScope::DeviceScope(const std::string& config_device, int64_t threshold, int64_t matmul_threshold) {
+DeviceScope::DeviceScope(const std::string& config_device, int64_t threshold, int64_t matmul_threshold,
+                         bool profile) {
   std::string spec = config_device;
   if (const char* e = std::getenv("ALPHA_DEVICE"); e && *e) spec = e;
   if (spec == "cpu") {
@@ -35,6 +36,7 @@ DeviceScope::DeviceScope(const std::string& config_device, int64_t threshold, in
   try {
     auto be = std::make_unique<vk::VulkanBackend>(opts);
     be->configure_thresholds(threshold, matmul_threshold);
+    profiling_ = profile && be->set_profiling(true);
     description_ = be->name();
     backend_ = std::move(be);
     set_active_backend(backend_.get());

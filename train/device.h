@@ -12,9 +12,10 @@ namespace alpha {
 
 class DeviceScope {
  public:
-  // Thresholds: dispatch.threshold (elements) and dispatch.matmul_threshold (flops) of the config.
+  // Thresholds: dispatch.threshold (elements) and dispatch.matmul_threshold (flops) of the config;
+  // profile: metrics.profile (per-kernel GPU timestamps, when the device has them).
   explicit DeviceScope(const std::string& config_device, int64_t threshold = int64_t{1} << 20,
-                       int64_t matmul_threshold = int64_t{1} << 24);
+                       int64_t matmul_threshold = int64_t{1} << 24, bool profile = false);
   ~DeviceScope();
   DeviceScope(const DeviceScope&) = delete;
   DeviceScope& operator=(const DeviceScope&) = delete;
@@ -23,10 +24,12 @@ class DeviceScope {
   bool gpu() const { return backend_ != nullptr; }
   Backend* backend() const { return backend_.get(); }  // nullptr on the CPU
   void sync();  // waits for queued GPU work (timing points)
+  bool profiling() const { return profiling_; }  // timestamps are being collected
 
  private:
   std::unique_ptr<Backend> backend_;
   std::string description_;
+  bool profiling_ = false;
 };
 
 }  // namespace alpha

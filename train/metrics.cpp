@@ -92,6 +92,8 @@ BackendCounters backend_counters_now() {
   BackendCounters c;
   c.cpu_ops = dispatch_stats().cpu_ops;
   c.gpu_ops = dispatch_stats().gpu_ops;
+  if (const Backend* be = active_backend())
+    for (const auto& [name, ns] : be->kernel_gpu_ns()) c.gpu_ms[name] = ns / 1e6;
   return c;
 }
 

@@ -59,7 +59,7 @@ struct BackendCounters {
   std::map<std::string, double> gpu_ms;  // GPU time per kernel class (timestamp queries, metrics.profile)
 };
 
-BackendCounters backend_counters_now();  // cpu_ops/gpu_ops from dispatch_stats(); the rest left unavailable
+BackendCounters backend_counters_now();  // cpu_ops/gpu_ops from dispatch_stats(), gpu_ms from the active backend
 BackendCounters operator-(const BackendCounters& now, const BackendCounters& before);
 // {"backend": {...}} for a step record (fields in docs/metrics.md); unavailable counters are omitted.
 nlohmann::json backend_view_fields(const BackendCounters& delta);

@@ -106,8 +106,10 @@ TrainResult run_training(const Config& cfg, const TrainOptions& opt) {
   const auto t0 = Clock::now();
   Progress progress(cfg.train.max_steps, opt.quiet);
 
-  DeviceScope device(cfg.device, cfg.dispatch.threshold, cfg.dispatch.matmul_threshold);
+  DeviceScope device(cfg.device, cfg.dispatch.threshold, cfg.dispatch.matmul_threshold, cfg.metrics.profile);
   progress.message("device: " + device.description());
+  if (cfg.metrics.profile && !device.profiling())
+    progress.message("metrics.profile: no GPU timestamps on this device, gpu_ms stays absent");
   TextData data = TextData::load(cfg.data.path, cfg.data.tokenizer, cfg.data.val_fraction, cfg.model.block_size,
                                  TokenizerOptions{cfg.data.vocab_size, cfg.data.tokenizer_path});
   const int64_t V = cfg.model.vocab_size > 0 ? cfg.model.vocab_size : data.tokenizer().vocab_size();
@@ -154,6 +156,7 @@ TrainResult run_training(const Config& cfg, const TrainOptions& opt) {
   nlohmann::json run_fields = {{"schema", kMetricsSchemaVersion}, {"config", config_to_json(cfg)},
                                {"device", device.description()}, {"version", ALPHA_VERSION},
                                {"parameters", model.num_parameters()}};
+  if (std::string(ALPHA_GIT_REVISION) != "") run_fields["git_revision"] = ALPHA_GIT_REVISION;
   if (!resume_path.empty()) {
     const RunCheckpoint ck = load_run_checkpoint(resume_path);
     check_compatible(ck, mc, data.tokenizer(), "resume");
@@ -220,6 +223,7 @@ TrainResult run_training(const Config& cfg, const TrainOptions& opt) {
       nlohmann::json rec = {{"step", done}, {"loss", loss_v}, {"lr", lr}, {"grad_norm", grad_norm},
                             {"tokens_per_sec", tps}, {"step_ms", step_s * 1e3}, {"elapsed_s", elapsed},
                             {"tokens_seen", st.tokens_seen}, {"flops_per_step", flops_per_step}};
+      if (cfg.metrics.peak_tflops > 0) rec["mfu"] = flops_per_step / step_s / (cfg.metrics.peak_tflops * 1e12);
       const BackendCounters now = backend_counters_now();
       rec.update(backend_view_fields(now - backend_prev));  // ops per device, flushes, bytes since last record
       backend_prev = now;

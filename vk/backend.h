@@ -24,6 +24,9 @@ class VulkanBackend : public Backend {
   std::string name() const override;
   bool wants(OpClass cls, int64_t work) const override;
   QueueCounters queue_counters() const override;
+  std::map<std::string, double> kernel_gpu_ns() const override { return rt_->queue().kernel_ns(); }
+  // Per-kernel GPU timestamps (metrics.profile); false when the device's compute queue has no timestamps.
+  bool set_profiling(bool on) { return rt_->queue().set_profiling(on); }
   void set_threshold(OpClass cls, int64_t work) { thresholds_[static_cast<size_t>(cls)] = work; }
   // The config's thresholds (dispatch.threshold / dispatch.matmul_threshold) for every class; the environment
   // (ALPHA_GPU_MIN_WORK, ALPHA_VK_CPU_OPS) still wins, as in the constructor.

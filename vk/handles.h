@@ -24,6 +24,7 @@ ALPHA_VK_HANDLE(VkPipeline, vkDestroyPipeline)
 ALPHA_VK_HANDLE(VkDescriptorPool, vkDestroyDescriptorPool)
 ALPHA_VK_HANDLE(VkCommandPool, vkDestroyCommandPool)
 ALPHA_VK_HANDLE(VkSemaphore, vkDestroySemaphore)
+ALPHA_VK_HANDLE(VkQueryPool, vkDestroyQueryPool)
 #undef ALPHA_VK_HANDLE
 
 // Owns one object of a VkDevice; the device must outlive it (owners hold the Device by shared_ptr).
@@ -65,6 +66,7 @@ using Pipeline = DeviceHandle<VkPipeline>;
 using DescriptorPool = DeviceHandle<VkDescriptorPool>;
 using CommandPool = DeviceHandle<VkCommandPool>;
 using Semaphore = DeviceHandle<VkSemaphore>;
+using QueryPool = DeviceHandle<VkQueryPool>;
 
 // Factories: create or throw (VK_CHECK).
 Buffer make_buffer(VkDevice d, VkDeviceSize size, VkBufferUsageFlags usage);

@@ -1,7 +1,9 @@
 #include "vk/queue.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -15,7 +17,25 @@ LazyQueue::LazyQueue(std::shared_ptr<Device> dev, Policy policy)
     : dev_(std::move(dev)),
       policy_(policy),
       timeline_(make_timeline_semaphore(dev_->get(), 0)),
-      ring_(dev_, policy.staging_bytes) {}
+      ring_(dev_, policy.staging_bytes) {
+  // Timestamps need the compute queue's valid bits; the spec's timestampComputeAndGraphics says all queues have them.
+  VkPhysicalDeviceProperties props{};
+  vkGetPhysicalDeviceProperties(dev_->physical(), &props);
+  uint32_t n = 0;
+  vkGetPhysicalDeviceQueueFamilyProperties(dev_->physical(), &n, nullptr);
+  std::vector<VkQueueFamilyProperties> fams(n);
+  vkGetPhysicalDeviceQueueFamilyProperties(dev_->physical(), &n, fams.data());
+  const uint32_t bits = dev_->queue_family() < n ? fams[dev_->queue_family()].timestampValidBits : 0;
+  if (props.limits.timestampComputeAndGraphics && bits > 0 && props.limits.timestampPeriod > 0) {
+    timestamp_mask_ = bits >= 64 ? ~uint64_t{0} : (uint64_t{1} << bits) - 1;
+    timestamp_period_ns_ = props.limits.timestampPeriod;
+  }
+}
+
+bool LazyQueue::set_profiling(bool on) {
+  profiling_ = on && profiling_available();
+  return profiling_;
+}
 
 LazyQueue::~LazyQueue() {
   try {
@@ -46,6 +66,23 @@ LazyQueue::Frame& LazyQueue::recording() {
   bi.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO;
   bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
   VK_CHECK(vkBeginCommandBuffer(rec_->cmd, &bi));
+  rec_->names.clear();
+  rec_->profiled = profiling_;
+  if (profiling_) {
+    if (!rec_->queries) {
+      // Two per dispatch; a recording is submitted at max_ops dispatches (or when the pool is full).
+      rec_->query_capacity = static_cast<uint32_t>(2 * std::clamp<int64_t>(policy_.max_ops, 1, 4096));
+      VkQueryPoolCreateInfo qi{};
+      qi.sType = VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO;
+      qi.queryType = VK_QUERY_TYPE_TIMESTAMP;
+      qi.queryCount = rec_->query_capacity;
+      VkQueryPool qp = VK_NULL_HANDLE;
+      VK_CHECK(vkCreateQueryPool(dev_->get(), &qi, nullptr, &qp));
+      rec_->queries = QueryPool(dev_->get(), qp);
+      ++stats_.query_pools;
+    }
+    vkCmdResetQueryPool(rec_->cmd, rec_->queries.get(), 0, rec_->query_capacity);
+  }
   return *rec_;
 }
 
@@ -99,7 +136,7 @@ VkDescriptorSet LazyQueue::allocate_set(Frame& f, VkDescriptorSetLayout layout) 
 }
 
 void LazyQueue::dispatch(const ComputePipeline& p, std::span<const Binding> bindings, const void* push,
-                         std::array<uint32_t, 3> groups, double work) {
+                         std::array<uint32_t, 3> groups, double work, std::string_view name) {
   if (error_ != VK_SUCCESS) return;  // the device is gone; the error surfaces at the next sync
   Frame& f = recording();
   track(f, bindings);
@@ -120,11 +157,21 @@ void LazyQueue::dispatch(const ComputePipeline& p, std::span<const Binding> bind
   vkCmdBindPipeline(f.cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p.pipeline);
   vkCmdBindDescriptorSets(f.cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p.layout, 0, 1, &set, 0, nullptr);
   if (p.push_size) vkCmdPushConstants(f.cmd, p.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, p.push_size, push);
+  // Profiled: both timestamps at the bottom of the pipe, i.e. after all earlier commands / this dispatch
+  // complete, so overlapping dispatches are not counted twice.
+  const bool timed = f.profiled && f.names.size() * 2 + 2 <= f.query_capacity;
+  const auto q = static_cast<uint32_t>(f.names.size() * 2);
+  if (timed) vkCmdWriteTimestamp(f.cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, f.queries.get(), q);
   vkCmdDispatch(f.cmd, groups[0], groups[1], groups[2]);
+  if (timed) {
+    vkCmdWriteTimestamp(f.cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, f.queries.get(), q + 1);
+    f.names.emplace_back(name.empty() ? std::string_view("unnamed") : name);
+  }
   ++stats_.dispatches;
   ++f.ops;
   f.work += work;
-  if (f.ops >= policy_.max_ops || f.work >= policy_.max_work) flush();
+  const bool queries_full = f.profiled && f.names.size() * 2 + 2 > f.query_capacity;
+  if (f.ops >= policy_.max_ops || f.work >= policy_.max_work || queries_full) flush();
   if (policy_.sync_each) sync();
 }
 
@@ -235,6 +282,7 @@ void LazyQueue::retire() {
     std::unique_ptr<Frame> f = std::move(in_flight_.front());
     in_flight_.pop_front();
     f->retained.clear();  // the last references to freed tensors' buffers: back to the pool
+    read_timestamps(*f);
     VK_CHECK(vkResetCommandPool(dev_->get(), f->pool.get(), 0));
     for (size_t i = 0; i < f->dpools.size() && i <= f->dpool_next; ++i)
       VK_CHECK(vkResetDescriptorPool(dev_->get(), f->dpools[i].get(), 0));
@@ -244,6 +292,24 @@ void LazyQueue::retire() {
     spare_.push_back(std::move(f));
   }
   ring_.retire(done);
+}
+
+void LazyQueue::read_timestamps(Frame& f) {
+  if (f.names.empty()) return;
+  const auto n = static_cast<uint32_t>(f.names.size() * 2);
+  std::vector<uint64_t> ts(n);
+  // The frame's timeline value is reached, so WAIT returns at once; it only guards against a lagging driver.
+  const VkResult r = vkGetQueryPoolResults(dev_->get(), f.queries.get(), 0, n, n * sizeof(uint64_t), ts.data(),
+                                           sizeof(uint64_t), VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT);
+  if (r != VK_SUCCESS) {
+    f.names.clear();
+    return fail(r, "vkGetQueryPoolResults");
+  }
+  for (size_t i = 0; i < f.names.size(); ++i) {
+    const uint64_t ticks = (ts[2 * i + 1] - ts[2 * i]) & timestamp_mask_;  // masked: wraps within the valid bits
+    kernel_ns_[f.names[i]] += static_cast<double>(ticks) * timestamp_period_ns_;
+  }
+  f.names.clear();
 }
 
 void LazyQueue::wait_value(uint64_t v) {

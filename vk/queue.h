@@ -8,6 +8,9 @@
 // last written / read; a command that reads a buffer written in the current epoch (RAW), or writes one
 // written or read in it (WAW/WAR), first records one memory barrier and starts a new epoch.
 //
+// Profiling (set_profiling): each dispatch is bracketed by two timestamps in a per-frame query pool, read
+// back when the frame retires (its timeline value is reached: no extra stall) and summed per kernel name.
+//
 // Asynchronous errors (device lost, out of memory at submit or wait) become sticky and are thrown as typed
 // exceptions at the next sync point; recording after one is a no-op.
 #pragma once
@@ -16,9 +19,11 @@
 #include <array>
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "vk/device.h"
@@ -52,6 +57,7 @@ class LazyQueue {
     int64_t syncs = 0;        // host waits for the queue
     int64_t bytes_up = 0, bytes_down = 0;
     int64_t wait_ns = 0;      // host time spent waiting for the GPU
+    int64_t query_pools = 0;  // timestamp query pools created (profiling only)
   };
 
   LazyQueue(std::shared_ptr<Device> dev, Policy policy);
@@ -60,8 +66,9 @@ class LazyQueue {
   LazyQueue& operator=(const LazyQueue&) = delete;
 
   // Records one dispatch; bindings are descriptor bindings 0..n-1 (whole buffer ranges).
+  // `name` labels the dispatch in the per-kernel GPU times when profiling.
   void dispatch(const ComputePipeline& p, std::span<const Binding> bindings, const void* push,
-                std::array<uint32_t, 3> groups, double work);
+                std::array<uint32_t, 3> groups, double work, std::string_view name = {});
   void upload(const std::shared_ptr<GpuBuffer>& dst, const void* src, size_t nbytes);   // queued copy
   void download(const std::shared_ptr<GpuBuffer>& src, void* dst, size_t nbytes);      // sync point
   void flush();  // submits the recording (no wait)
@@ -70,6 +77,13 @@ class LazyQueue {
   const Policy& policy() const { return policy_; }
   const Stats& stats() const { return stats_; }
   void inject_submit_error(VkResult r) { injected_ = r; }  // test hook: the next submission fails with r
+
+  // Timestamp profiling; returns whether it is on. Unavailable (no compute-queue timestamps) -> stays off.
+  bool set_profiling(bool on);
+  bool profiling() const { return profiling_; }
+  bool profiling_available() const { return timestamp_mask_ != 0; }
+  // GPU nanoseconds per kernel name over all retired profiled dispatches (grows only).
+  const std::map<std::string, double>& kernel_ns() const { return kernel_ns_; }
 
  private:
   struct Frame {
@@ -81,6 +95,10 @@ class LazyQueue {
     uint64_t value = 0;
     int64_t ops = 0;
     double work = 0;
+    QueryPool queries;               // 2 timestamps per dispatch; created on the first profiled recording
+    uint32_t query_capacity = 0;
+    bool profiled = false;           // this recording reset `queries` and timestamps its dispatches
+    std::vector<std::string> names;  // kernel of each timestamped dispatch, in query order
   };
   Frame& recording();  // begins one if needed
   void track(Frame& f, std::span<const Binding> uses);  // retains + barrier when dependent
@@ -88,6 +106,7 @@ class LazyQueue {
   void retire();                  // recycles completed frames and staging slices
   void wait_value(uint64_t v);    // host wait; throws DeviceLostError etc.
   StagingRing::Slice staging(VkDeviceSize n);  // waits for space when the ring is full
+  void read_timestamps(Frame& f);  // f has completed
   void throw_pending() const;
   void fail(VkResult r, const char* what);  // records a sticky asynchronous error
 
@@ -103,6 +122,10 @@ class LazyQueue {
   uint64_t epoch_ = 1;
   VkResult error_ = VK_SUCCESS, injected_ = VK_SUCCESS;
   std::string error_what_;
+  bool profiling_ = false;
+  uint64_t timestamp_mask_ = 0;  // valid bits of the queue's timestamps; 0: no timestamps
+  double timestamp_period_ns_ = 0;
+  std::map<std::string, double> kernel_ns_;
 };
 
 }  // namespace alpha::vk

@@ -68,7 +68,7 @@ class Runtime {
     const ComputePipeline& p =
         pipelines_->get(name, {spec.begin(), spec.size()}, static_cast<uint32_t>(bindings.size()), sizeof(PC));
     if (count_kernels_) ++kernel_counts_[name];
-    queue_->dispatch(p, {bindings.begin(), bindings.size()}, &push, groups, work);
+    queue_->dispatch(p, {bindings.begin(), bindings.size()}, &push, groups, work, name);
   }
   // Grid for `groups` 1-D workgroups: x capped at 65535, the rest in y (shaders fold y back in).
   static std::array<uint32_t, 3> grid(uint64_t groups);
