@@ -27,6 +27,10 @@ commands:
                       train a GPT from a JSON config (see docs/config.md)
   export CHECKPOINT --format safetensors OUT
                       write a checkpoint's model as GPT-2-named safetensors
+  sample CHECKPOINT [--prompt TEXT] [--max-new-tokens N] [--temperature T] [--top-k K] [--top-p P] [--seed S]
+                      stream text from a trained model (`alpha sample --help`)
+  eval CHECKPOINT [--data PATH] [--iters N]
+                      loss and perplexity on the val split or a text file
   bench cpu [--json]  CPU matmul GFLOP/s at GPT shapes and transformer-block step time
   info [CONFIG] [--set key=value]... [--device SPEC]
                       Vulkan devices, the device a run would use, its features and limits, thresholds
@@ -142,6 +146,8 @@ int run_cli(int argc, char** argv) {
     if (cmd == "dash") return cmd_dash(rest);
     if (cmd == "export") return cmd_export(rest);
     if (cmd == "info") return cmd_info(rest);
+    if (cmd == "sample") return cmd_sample(rest);
+    if (cmd == "eval") return cmd_eval(rest);
     throw UsageError(fmt::format("[cli] unknown command \"{}\" (see alpha --help)", cmd));
   } catch (const UsageError& e) {
     std::fprintf(stderr, "error: %s\n", e.what());

@@ -21,5 +21,7 @@ int run_cli(int argc, char** argv);
 // Subcommands living in their own files (args exclude the command name).
 int cmd_export(const std::vector<std::string>& args);  // train/cmd_export.cpp
 int cmd_info(const std::vector<std::string>& args);    // train/cmd_info.cpp
+int cmd_sample(const std::vector<std::string>& args);  // train/cmd_sample.cpp
+int cmd_eval(const std::vector<std::string>& args);    // train/cmd_eval.cpp
 
 }  // namespace alpha

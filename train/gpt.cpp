@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "autograd/ops.h"
+#include "autograd/tape.h"
 #include "core/error.h"
 
 namespace alpha {
@@ -100,6 +101,50 @@ Tensor GPT::forward(const Tensor& idx, bool training, Rng& rng) const {
   for (const Block& b : blocks_) x = block_forward(b, x, training, rng);
   x = ag::layernorm(x, lnf_w_, lnf_b_);
   return ag::linear(x, wte_, Tensor());  // tied LM head: (B, T, C) @ (V, C)^T -> (B, T, V)
+}
+
+KVCache GPT::make_cache(int64_t B) const {
+  const int64_t H = cfg_.n_head, D = cfg_.n_embd / H;
+  KVCache c;
+  for (int64_t l = 0; l < cfg_.n_layer; ++l) {
+    c.k.push_back(Tensor::zeros({B, H, cfg_.block_size, D}));
+    c.v.push_back(Tensor::zeros({B, H, cfg_.block_size, D}));
+  }
+  return c;
+}
+
+Tensor GPT::block_forward_cached(const Block& b, const Tensor& x, Tensor& k_cache, Tensor& v_cache,
+                                 int64_t start) const {
+  const int64_t B = x.size(0), Tn = x.size(1), C = cfg_.n_embd, H = cfg_.n_head, D = C / H, Tk = start + Tn;
+  // Same math as block_forward with q for the Tn new positions and k, v over all Tk cached ones.
+  Tensor h = ag::layernorm(x, b.ln1_w, b.ln1_b);
+  Tensor qkv = ag::linear(h, b.attn_w, b.attn_b);  // (B, Tn, 3C)
+  auto head = [&](int64_t i) { return ag::transpose(ag::reshape(ag::narrow(qkv, 2, i * C, C), {B, Tn, H, D}), 1, 2); };
+  k_cache.narrow(2, start, Tn).copy_from(head(1));
+  v_cache.narrow(2, start, Tn).copy_from(head(2));
+  Tensor k = k_cache.narrow(2, 0, Tk), v = v_cache.narrow(2, 0, Tk);  // (B, H, Tk, D)
+  Tensor att = ag::scale(ag::matmul(head(0), k, false, true), 1.0 / std::sqrt(static_cast<double>(D)));  // (B, H, Tn, Tk)
+  att = ag::softmax(att, /*causal=*/true);  // row i sees keys j <= i + start
+  Tensor y = ag::matmul(att, v);                                        // (B, H, Tn, D)
+  y = ag::reshape(ag::contiguous(ag::transpose(y, 1, 2)), {B, Tn, C});  // (B, Tn, C)
+  Tensor x1 = ag::add(x, ag::linear(y, b.proj_w, b.proj_b));
+  Tensor m = ag::gelu(ag::linear(ag::layernorm(x1, b.ln2_w, b.ln2_b), b.fc_w, b.fc_b));
+  return ag::add(x1, ag::linear(m, b.fc2_w, b.fc2_b));
+}
+
+Tensor GPT::forward_cached(const Tensor& idx_new, KVCache& cache) const {
+  ALPHA_CHECK(idx_new.dim() == 2, ShapeError, "[gpt] idx must be (B, T), got {}", idx_new.str());
+  const int64_t Tn = idx_new.size(1), start = cache.length;
+  ALPHA_CHECK(static_cast<int64_t>(cache.k.size()) == cfg_.n_layer && cache.k[0].size(0) == idx_new.size(0),
+              ShapeError, "[gpt] KV cache does not fit idx {} (make it with make_cache(B))", idx_new.str());
+  ALPHA_CHECK(Tn >= 1 && start + Tn <= cfg_.block_size, ShapeError,
+              "[gpt] cached length {} + {} new positions exceeds block_size {}", start, Tn, cfg_.block_size);
+  ag::NoGrad no_grad;
+  Tensor x = ag::add(ag::embedding(wte_, idx_new), ag::narrow(wpe_, 0, start, Tn));  // (B, Tn, C)
+  for (size_t l = 0; l < blocks_.size(); ++l) x = block_forward_cached(blocks_[l], x, cache.k[l], cache.v[l], start);
+  cache.length = start + Tn;
+  x = ag::layernorm(x, lnf_w_, lnf_b_);
+  return ag::linear(x, wte_, Tensor());  // (B, Tn, V)
 }
 
 Tensor GPT::loss(const Tensor& idx, const Tensor& targets, bool training, Rng& rng) const {

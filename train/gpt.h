@@ -14,6 +14,14 @@
 
 namespace alpha {
 
+// Keys and values of every layer for the positions seen so far, for incremental decoding (GPT::forward_cached).
+// k[l], v[l] are (B, H, block_size, D); positions [0, length) are filled.
+struct KVCache {
+  std::vector<Tensor> k, v;
+  int64_t length = 0;
+  void clear() { length = 0; }
+};
+
 struct GPTConfig {
   int64_t n_layer = 6, n_head = 6, n_embd = 384, block_size = 256, vocab_size = 65;
   double dropout = 0.0;
@@ -34,6 +42,12 @@ class GPT {
 
   // idx i32 (B, T) -> logits (B, T, V). `dropout_rng` draws the dropout masks when training.
   Tensor forward(const Tensor& idx, bool training, Rng& dropout_rng) const;
+  // Inference with a KV cache (no gradients, no dropout): idx_new i32 (B, Tn) holds the tokens at positions
+  // [cache.length, cache.length + Tn); their k, v are appended to the cache and attention runs over all cached
+  // positions, so each new token costs one position. Returns logits (B, Tn, V) equal to forward()'s at those
+  // positions. cache.length + Tn must be <= block_size (callers re-prefill a cropped window past that).
+  KVCache make_cache(int64_t B) const;
+  Tensor forward_cached(const Tensor& idx_new, KVCache& cache) const;
   // Mean cross-entropy of forward(idx) against targets i32 (B, T).
   Tensor loss(const Tensor& idx, const Tensor& targets, bool training, Rng& dropout_rng) const;
   // FLOPs of one forward+backward per token (6N + attention), for MFU.
@@ -45,6 +59,7 @@ class GPT {
   };
   Tensor add_param(const std::string& name, const Shape& shape, double std, Rng& rng, double fill = 0.0);
   Tensor block_forward(const Block& blk, const Tensor& x, bool training, Rng& rng) const;
+  Tensor block_forward_cached(const Block& blk, const Tensor& x, Tensor& k_cache, Tensor& v_cache, int64_t start) const;
 
   GPTConfig cfg_;
   std::vector<std::pair<std::string, Tensor>> params_;
