@@ -31,6 +31,8 @@ commands:
                       stream text from a trained model (`alpha sample --help`)
   eval CHECKPOINT [--data PATH] [--iters N]
                       loss and perplexity on the val split or a text file
+  prepare --tokenizer KIND [--vocab-size N] [--tokenizer-path DIR] IN.txt OUT_DIR | prepare CONFIG [OUT_DIR]
+                      tokenize text once into OUT_DIR/train.bin, val.bin, tokenizer.json (docs/data-format.md)
   bench cpu [--json]  CPU matmul GFLOP/s at GPT shapes and transformer-block step time
   info [CONFIG] [--set key=value]... [--device SPEC]
                       Vulkan devices, the device a run would use, its features and limits, thresholds
@@ -148,6 +150,7 @@ int run_cli(int argc, char** argv) {
     if (cmd == "info") return cmd_info(rest);
     if (cmd == "sample") return cmd_sample(rest);
     if (cmd == "eval") return cmd_eval(rest);
+    if (cmd == "prepare") return cmd_prepare(rest);
     throw UsageError(fmt::format("[cli] unknown command \"{}\" (see alpha --help)", cmd));
   } catch (const UsageError& e) {
     std::fprintf(stderr, "error: %s\n", e.what());

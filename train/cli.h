@@ -23,5 +23,6 @@ int cmd_export(const std::vector<std::string>& args);  // train/cmd_export.cpp
 int cmd_info(const std::vector<std::string>& args);    // train/cmd_info.cpp
 int cmd_sample(const std::vector<std::string>& args);  // train/cmd_sample.cpp
 int cmd_eval(const std::vector<std::string>& args);    // train/cmd_eval.cpp
+int cmd_prepare(const std::vector<std::string>& args); // train/cmd_prepare.cpp
 
 }  // namespace alpha

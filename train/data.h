@@ -11,6 +11,8 @@
 #include "core/tensor.h"
 #include "train/tokenizer.h"
 
+namespace alpha { class TokenFile; }
+
 namespace alpha {
 
 // Bad input data (missing, empty, too short): the CLI exits with code 3.
@@ -27,14 +29,30 @@ class TextData {
   static TextData from_text(const std::string& text, const std::string& tokenizer_kind, double val_fraction,
                             int64_t block_size, const std::string& origin, const TokenizerOptions& tok = {});
 
+  // Pre-tokenized data (docs/data-format.md), memory-mapped: `path` is a folder holding train.bin and val.bin, or
+  // one .bin file whose tail val_fraction is the val split. The tokenizer is tokenizer.json beside the files,
+  // else (nanoGPT / llm.c files) the `tok_kind` tokenizer when it needs no text (gpt2). model_vocab > 0 bounds
+  // the ids (and is the vocabulary of header-less files without a tokenizer).
+  static TextData load_tokens(const std::string& path, double val_fraction, int64_t block_size, int64_t model_vocab,
+                              const std::string& tok_kind, const TokenizerOptions& tok = {});
+  // True when `path` names token files (a folder with train.bin, or a .bin file) rather than text.
+  static bool is_token_path(const std::string& path);
+
   const Tokenizer& tokenizer() const { return *tokenizer_; }
+  bool has_tokenizer() const { return tokenizer_ != nullptr; }
+  // The in-memory splits of text data (empty for token files: use split_size / token).
   const std::vector<int32_t>& split(bool val) const { return val ? val_ : train_; }
+  int64_t split_size(bool val) const;
+  int32_t token(bool val, int64_t i) const;
   // x, y: i32 (B, T). Advances rng by B draws.
   std::pair<Tensor, Tensor> batch(bool val, int64_t B, int64_t T, Rng& rng) const;
 
  private:
   std::shared_ptr<Tokenizer> tokenizer_;
   std::vector<int32_t> train_, val_;
+  // Token-file mode: the mapped files and each split's [offset, offset + size) range in them.
+  std::shared_ptr<const TokenFile> file_[2];
+  int64_t offset_[2] = {0, 0}, size_[2] = {0, 0};
 };
 
 }  // namespace alpha

@@ -110,8 +110,12 @@ TrainResult run_training(const Config& cfg, const TrainOptions& opt) {
   progress.message("device: " + device.description());
   if (cfg.metrics.profile && !device.profiling())
     progress.message("metrics.profile: no GPU timestamps on this device, gpu_ms stays absent");
-  TextData data = TextData::load(cfg.data.path, cfg.data.tokenizer, cfg.data.val_fraction, cfg.model.block_size,
-                                 TokenizerOptions{cfg.data.vocab_size, cfg.data.tokenizer_path});
+  const TokenizerOptions tok_opt{cfg.data.vocab_size, cfg.data.tokenizer_path};
+  TextData data = TextData::is_token_path(cfg.data.path)  // pre-tokenized files are memory-mapped
+                      ? TextData::load_tokens(cfg.data.path, cfg.data.val_fraction, cfg.model.block_size,
+                                              cfg.model.vocab_size, cfg.data.tokenizer, tok_opt)
+                      : TextData::load(cfg.data.path, cfg.data.tokenizer, cfg.data.val_fraction, cfg.model.block_size,
+                                       tok_opt);
   const int64_t V = cfg.model.vocab_size > 0 ? cfg.model.vocab_size : data.tokenizer().vocab_size();
   ALPHA_CHECK(V >= data.tokenizer().vocab_size(), DataError, "[data] model.vocab_size {} is smaller than the {}-token vocabulary",
               V, data.tokenizer().vocab_size());
@@ -145,8 +149,8 @@ TrainResult run_training(const Config& cfg, const TrainOptions& opt) {
   GPT model(mc, init_rng);
   progress.message(fmt::format("model: {} layers, {} heads, {} wide, vocab {}: {:.2f}M parameters", mc.n_layer,
                                mc.n_head, mc.n_embd, V, static_cast<double>(model.num_parameters()) / 1e6));
-  progress.message(fmt::format("data: {} train / {} val tokens from {}", data.split(false).size(),
-                               data.split(true).size(), cfg.data.path));
+  progress.message(fmt::format("data: {} train / {} val tokens from {}", data.split_size(false),
+                               data.split_size(true), cfg.data.path));
 
   AdamW optimizer(model.parameters(), AdamWOptions{cfg.optim.beta1, cfg.optim.beta2, cfg.optim.eps, cfg.optim.weight_decay});
   const ScheduleOptions sched = schedule_from_config(cfg);
@@ -266,7 +270,7 @@ TrainResult run_training(const Config& cfg, const TrainOptions& opt) {
     so.max_new_tokens = cfg.train.sample_tokens;
     so.temperature = 0.8;
     so.top_k = 200;
-    std::vector<int32_t> prompt = {data.split(true)[0]};
+    std::vector<int32_t> prompt = {data.token(true, 0)};
     std::vector<int32_t> out = generate(model, prompt, so, sample_rng);
     result.sample = data.tokenizer().decode(out);
     metrics.write("sample", {{"step", result.steps}, {"text", result.sample}});
