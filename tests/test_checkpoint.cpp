@@ -32,18 +32,6 @@ using namespace alpha::test;
 
 namespace {
 
-std::vector<double> records(const fs::path& metrics, const std::string& type, const std::string& key) {
-  std::vector<double> v;
-  for (const auto& l : read_jsonl(metrics))
-    if (l["type"] == type) v.push_back(l[key].get<double>());
-  return v;
-}
-
-bool same_bytes(const Tensor& a, const Tensor& b) {
-  return a.dtype() == b.dtype() && a.shape() == b.shape() &&
-         std::memcmp(a.data<float>(), b.data<float>(), a.nbytes()) == 0;
-}
-
 // A small container file with f32, f64 and i32 tensors.
 void write_sample(const fs::path& p) {
   NamedTensors t = {{"a", Tensor::from_vector(std::vector<float>{1.5f, -2.f, 3.25f, 0.f, 7.f, 8.f}, {2, 3})},

@@ -24,18 +24,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::vector<double> records(const fs::path& metrics, const std::string& type, const std::string& key) {
-  std::vector<double> v;
-  for (const auto& l : read_jsonl(metrics))
-    if (l["type"] == type) v.push_back(l[key].get<double>());
-  return v;
-}
-
-bool same_bytes(const Tensor& a, const Tensor& b) {
-  return a.dtype() == b.dtype() && a.shape() == b.shape() && a.nbytes() == b.nbytes() &&
-         std::memcmp(a.data<float>(), b.data<float>(), a.nbytes()) == 0;
-}
-
 // The seed behind the random resume points: fixed so CI is reproducible; ALPHA_RESUME_SEED explores others.
 // One seed per process, so one printed value reproduces every case.
 uint64_t resume_seed() {

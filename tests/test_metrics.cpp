@@ -24,12 +24,6 @@ using alpha::test::append_file;
 namespace {
 
 
-std::string slurp(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
 
 json valid_step() {
   return {{"type", "step"},         {"time", 1.7e9},     {"step", 3},           {"loss", 2.5},
@@ -191,7 +185,7 @@ TEST_CASE("the writer scrubs non-finite numbers to null and stamps every record 
     s["grad_norm"] = INFINITY;
     w.write("step", s);
   }
-  const std::string text = slurp(p);
+  const std::string text = alpha::test::read_file(p);
   CHECK(text.back() == '\n');
   const json r = json::parse(text);
   CHECK(r["loss"].is_null());

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -12,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/tensor.h"
 #include "train/cli.h"
 
 namespace alpha::test {
@@ -46,6 +48,20 @@ inline std::vector<nlohmann::json> read_jsonl(const fs::path& p) {
   std::vector<nlohmann::json> out;
   for (std::string line; std::getline(f, line);) out.push_back(nlohmann::json::parse(line));
   return out;
+}
+
+// The `key` values of every record of `type` in a metrics file, in order.
+inline std::vector<double> records(const fs::path& metrics, const std::string& type, const std::string& key) {
+  std::vector<double> v;
+  for (const auto& l : read_jsonl(metrics))
+    if (l["type"] == type) v.push_back(l[key].get<double>());
+  return v;
+}
+
+// Bit-identical f32 tensors (same dtype, shape and bytes).
+inline bool same_bytes(const Tensor& a, const Tensor& b) {
+  return a.dtype() == b.dtype() && a.shape() == b.shape() && a.nbytes() == b.nbytes() &&
+         std::memcmp(a.contiguous().data<float>(), b.contiguous().data<float>(), a.nbytes()) == 0;
 }
 
 // A small repetitive corpus the tiny models learn within a few steps (variant 1: other characters).
