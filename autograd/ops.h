@@ -38,6 +38,9 @@ Tensor permute(const Tensor& x, const std::vector<int64_t>& dims);
 Tensor narrow(const Tensor& x, int64_t dim, int64_t start, int64_t length);
 Tensor expand(const Tensor& x, const Shape& shape);
 Tensor contiguous(const Tensor& x);
+// x converted to another float dtype (f32 <-> f16 storage); the gradient is cast back to x's dtype, so f32
+// master weights cast to f16 get f32 gradients — autograd/cast.cpp.
+Tensor cast(const Tensor& x, DType dtype);
 
 // ---- matmul — autograd/matmul.cpp ----
 Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a = false, bool trans_b = false);
@@ -54,5 +57,14 @@ Tensor softmax(const Tensor& x, bool causal = false);
 Tensor dropout(const Tensor& x, double p, Rng& rng, bool training = true);
 // logits (N, V), targets i32 (N) -> 0-d mean loss over rows whose target != ignore_index.
 Tensor cross_entropy(const Tensor& logits, const Tensor& targets, int64_t ignore_index = -1);
+// Fused attention (autograd/attention.cpp): q (B, H, Tq, D), k, v (B, H, Tk, D) -> (B, H, Tq, D), equal to
+// dropout(softmax(q k^T / sqrt(D), causal), p, rng, training) @ v including the dropout mask (it reserves the
+// same B*H*Tq*Tk RNG positions). The result is a view whose transpose(1, 2) is contiguous (B, Tq, H, D).
+Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, bool causal, double p, Rng& rng,
+                 bool training = true);
+// The same on GPT's qkv projection output (B, T, 3C) with C = n_head * D (q, k, v at channel offsets 0, C, 2C):
+// returns the heads' outputs side by side, (B, T, C). The heads are read in place and the backward writes dqkv
+// as one tensor, so neither direction copies or assembles the (B, H, T, D) head tensors.
+Tensor attention_qkv(const Tensor& qkv, int64_t n_head, bool causal, double p, Rng& rng, bool training = true);
 
 }  // namespace alpha::ag

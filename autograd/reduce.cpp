@@ -29,7 +29,9 @@ Tensor mean(const Tensor& x, int64_t dim, bool keepdim) {
 }
 
 Tensor max(const Tensor& x, int64_t dim, bool keepdim) {
-  auto [vals, idx] = ops::max(x, dim, keepdim);
+  // Not a structured binding: clang 14 (the fuzz build) cannot capture bindings in a lambda.
+  const std::pair<Tensor, Tensor> vi = ops::max(x, dim, keepdim);
+  const Tensor vals = vi.first, idx = vi.second;
   const int64_t d = wrap_dim(dim, x.dim());
   const Shape xs = x.shape();
   const DType dt = x.dtype();

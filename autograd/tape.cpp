@@ -2,6 +2,8 @@
 
 #include <unordered_map>
 
+#include "autograd/check.h"
+#include "core/backend.h"
 #include "core/ops.h"
 
 namespace alpha::ag {
@@ -18,11 +20,22 @@ struct Node {
 thread_local std::vector<Node> t_tape;
 thread_local bool t_grad_enabled = true;
 
-// Adds g into t's grad slot; first contribution is stored as is (never mutated in place later).
+// Only a GPU copy is current (e.g. a small grad computed there).
+bool device_only(const Tensor& t) { return t.storage()->device() != nullptr && !t.storage()->host_valid(); }
+
+// Adds g into t's grad slot; first contribution is stored as is (never mutated in place later). Two grads that
+// live only on the GPU are added there whatever their size (grad accumulation): the size threshold would read
+// both back to add them on the CPU. Same float adds either way.
 void accumulate(Tensor& t, Tensor g) {
   if (g.shape() != t.shape()) g = ops::sum_to(g, t.shape());
   Tensor cur = t.grad();
-  t.set_grad(cur.defined() ? ops::add(cur, g) : g);
+  if (!cur.defined()) return t.set_grad(g);
+  Tensor sum;
+  if (Backend* be = active_backend(); be && device_only(cur) && device_only(g) && cur.dtype() == g.dtype()) {
+    sum = be->add(cur, g);
+    if (sum.defined()) ++dispatch_stats().gpu_ops;
+  }
+  t.set_grad(sum.defined() ? sum : ops::add(cur, g));
 }
 
 }  // namespace
@@ -36,20 +49,21 @@ Tensor record(const char* op, Tensor out, std::vector<Tensor> inputs, BackwardFn
   bool any = false;
   for (const Tensor& t : inputs) any = any || (t.defined() && t.requires_grad());
   if (!any) return out;
+  if (detail::hooks_active()) detail::on_forward(op, out, inputs, static_cast<int64_t>(t_tape.size()));  // check.h
   out.set_requires_grad(true);
   out.set_is_leaf(false);
   t_tape.push_back(Node{op, out, std::move(inputs), std::move(backward)});
   return out;
 }
 
-void backward(const Tensor& loss) {
+void backward(const Tensor& loss, double seed_value) {
   ALPHA_CHECK(loss.defined() && loss.numel() == 1, ShapeError, "[backward] loss must have one element, got {}",
               loss.defined() ? loss.str() : "undefined");
   ALPHA_CHECK(loss.requires_grad(), ValueError, "[backward] loss does not require grad (nothing was recorded)");
   std::vector<Node> tape;
   tape.swap(t_tape);  // the tape is consumed even if a backward closure throws
   NoGrad no_grad;     // backward closures use plain ops; nothing they do is recorded
-  Tensor seed = Tensor::full(loss.shape(), 1.0, loss.dtype());
+  Tensor seed = Tensor::full(loss.shape(), seed_value, loss.dtype());
   Tensor root = loss;
   accumulate(root, seed);
   for (size_t i = tape.size(); i-- > 0;) {
@@ -62,6 +76,7 @@ void backward(const Tensor& loss) {
     for (size_t k = 0; k < grads.size(); ++k) {
       Tensor& in = n.inputs[k];
       if (!in.defined() || !in.requires_grad() || !grads[k].defined()) continue;
+      if (detail::hooks_active()) detail::on_backward(n.op, static_cast<int64_t>(i), k, grads[k]);
       accumulate(in, std::move(grads[k]));
     }
     if (!n.out.is_leaf()) n.out.set_grad(Tensor());  // intermediate grads are not kept: frees memory

@@ -31,9 +31,10 @@ class NoGrad {
 // Returns `out` for convenience. `op` must be a string literal (kept by pointer).
 Tensor record(const char* op, Tensor out, std::vector<Tensor> inputs, BackwardFn backward);
 
-// Seeds d(loss)/d(loss) = 1 (loss must have one element), runs the tape, then clears it.
+// Seeds d(loss)/d(loss) = seed (loss must have one element), runs the tape, then clears it. A seed s gives the
+// grads of scale(loss, s) without that forward op (which would read a GPU loss back to the host).
 // Leaf tensors that require grad end with .grad() set (accumulated if it was already set).
-void backward(const Tensor& loss);
+void backward(const Tensor& loss, double seed = 1.0);
 
 size_t tape_size();
 void clear_tape();  // drop recorded ops without running them (e.g. after an eval forward with grad on)

@@ -37,6 +37,8 @@ Tensor expand(const Tensor& x, const Shape& shape) {
 }
 
 Tensor contiguous(const Tensor& x) {
+  // Already contiguous: x itself (recording an op whose output is its own input would drop the gradient).
+  if (x.is_contiguous()) return x;
   return record("contiguous", ops::contiguous(x), {x}, [](const Tensor& g) { return std::vector<Tensor>{g}; });
 }
 

@@ -22,6 +22,7 @@ struct QueueCounters {
   int64_t syncs = 0;        // host waits for the GPU
   int64_t bytes_up = 0, bytes_down = 0;
   int64_t wait_ns = 0;      // host time spent in those waits
+  int64_t host_reads = 0;   // GPU -> host read-backs (each one waits for the GPU)
 };
 
 class Backend {
@@ -56,10 +57,20 @@ class Backend {
     return {};
   }
   virtual Tensor dropout(const Tensor&, double, uint64_t, uint64_t) { return {}; }
+  virtual ops::AttentionOut attention(const Tensor&, const Tensor&, const Tensor&, const ops::AttentionParams&) {
+    return {};
+  }
+  virtual ops::AttentionGrads attention_backward(const Tensor&, const Tensor&, const Tensor&, const Tensor&,
+                                                 const Tensor&, const Tensor&, const ops::AttentionParams&,
+                                                 bool /*packed*/) {
+    return {};
+  }
   // Strided copies (any strides/offset of the source view; same dtype): a contiguous copy, and narrow's
   // backward (zeros of `shape` with g at [start, start + g.size(dim)) along dim).
   virtual Tensor copy(const Tensor&) { return {}; }
   virtual Tensor narrow_backward(const Tensor&, const Shape&, int64_t /*dim*/, int64_t /*start*/) { return {}; }
+  // Dtype conversion of a contiguous tensor (f32 <-> f16 storage).
+  virtual Tensor cast(const Tensor&, DType) { return {}; }
 };
 
 // The active GPU backend (nullptr = CPU only). Not owned; the caller keeps it alive while set.

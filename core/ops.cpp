@@ -8,6 +8,7 @@
 #include <string>
 
 #include "core/backend.h"
+#include "core/cpu/attention.h"
 #include "core/cpu/cross_entropy.h"
 #include "core/cpu/dropout.h"
 #include "core/cpu/elementwise.h"
@@ -86,14 +87,16 @@ void check_tensor(const char* op, OpClass cls, const char* what, const Tensor& g
   const auto gv = g.to_f64_vector(), cv = c.to_f64_vector();
   double scale = 0;
   for (double v : cv) scale = std::max(scale, std::isfinite(v) ? std::fabs(v) : 0.0);
-  const double tol = check_tolerance(cls) * std::max(scale, 1e-30);
+  // f16 results: GPU and CPU round slightly different f32 values to f16, up to one f16 ulp (2^-10 relative).
+  const double rel = g.dtype() == DType::f16 ? std::max(check_tolerance(cls), 2e-3) : check_tolerance(cls);
+  const double tol = rel * std::max(scale, 1e-30);
   for (size_t i = 0; i < gv.size(); ++i) {
     const bool same_nan = std::isnan(gv[i]) && std::isnan(cv[i]);
     const bool ok = same_nan || gv[i] == cv[i] || std::fabs(gv[i] - cv[i]) <= tol;
     ALPHA_CHECK(ok, GpuCheckError,
                 "[{}] ALPHA_VK_CHECK: GPU and CPU differ in {} {} at element {}: GPU {} CPU {} (tolerance {:.3g} = {:.0e} "
                 "of max |CPU| {:.6g}; inputs {})",
-                op, what, c.str(), i, gv[i], cv[i], tol, check_tolerance(cls), scale, shapes_of(inputs));
+                op, what, c.str(), i, gv[i], cv[i], tol, rel, scale, shapes_of(inputs));
   }
 }
 
@@ -116,17 +119,32 @@ void check_result(const char* op, OpClass cls, const CrossEntropyOut& g, const C
   check_tensor(op, cls, "loss", g.loss, c.loss, in);
   check_tensor(op, cls, "lse", g.lse, c.lse, in);
 }
+void check_result(const char* op, OpClass cls, const AttentionOut& g, const AttentionOut& c, std::initializer_list<Tensor> in) {
+  check_tensor(op, cls, "out", g.out, c.out, in);
+  check_tensor(op, cls, "lse", g.lse, c.lse, in);
+}
+void check_result(const char* op, OpClass cls, const AttentionGrads& g, const AttentionGrads& c, std::initializer_list<Tensor> in) {
+  check_tensor(op, cls, "dq", g.dq, c.dq, in);
+  check_tensor(op, cls, "dk", g.dk, c.dk, in);
+  check_tensor(op, cls, "dv", g.dv, c.dv, in);
+}
 
 // Test hook: adds 1 to the first element of a GPU result (its first tensor) before the check compares.
 void corrupt(Tensor t) {
   if (!t.defined() || t.numel() == 0) return;
   if (t.dtype() == DType::f32) t.mutable_data<float>()[0] += 1.0f;
   else if (t.dtype() == DType::f64) t.mutable_data<double>()[0] += 1.0;
+  else if (t.dtype() == DType::f16) {
+    uint16_t* p = t.mutable_data<uint16_t>();
+    p[0] = f32_to_f16(f16_to_f32(p[0]) + 1.0f);
+  }
 }
 template <class R> Tensor first_tensor(const R& r) {
   if constexpr (std::is_same_v<R, Tensor>) return r;
   else if constexpr (std::is_same_v<R, LayerNormOut>) return r.y;
   else if constexpr (std::is_same_v<R, LayerNormGrads>) return r.dx;
+  else if constexpr (std::is_same_v<R, AttentionOut>) return r.out;
+  else if constexpr (std::is_same_v<R, AttentionGrads>) return r.dq;
   else return r.loss;
 }
 
@@ -142,10 +160,54 @@ CheckState& check_state() {
   return s;
 }
 
+// ---- f16 storage (core/ops.h): the CPU kernels see f32 copies of f16 inputs; outputs are rounded back ----
+Tensor up(const Tensor& t) { return t.defined() && t.dtype() == DType::f16 ? t.to(DType::f32) : t; }
+Tensor down(const Tensor& t) { return t.defined() && t.dtype() == DType::f32 ? t.to(DType::f16) : t; }
+// The f16 output rule: some float input (f16/f32; f64 and i32 do not vote) is f16 and none is f32.
+bool half_out(std::initializer_list<Tensor> ts) {
+  bool h = false;
+  for (const Tensor& t : ts) {
+    if (!t.defined()) continue;
+    if (t.dtype() == DType::f32) return false;
+    h = h || t.dtype() == DType::f16;
+  }
+  return h;
+}
+// Which outputs become f16 (core/ops.h's exceptions stay f32).
+void to_half(Tensor& r) { r = down(r); }
+void to_half(LayerNormOut& r) { r.y = down(r.y); }
+void to_half(LayerNormGrads& r) { r.dx = down(r.dx); }
+void to_half(AttentionOut& r) {  // lse stays f32; out keeps its (B, T, H, D) storage order
+  r.out = down(r.out.transpose(1, 2)).transpose(1, 2);
+}
+void to_half(AttentionGrads& r) {
+  if (r.dqkv.defined()) {  // round dqkv once; dq/dk/dv are rebuilt as its head views (as vk/attention.cpp makes them)
+    const int64_t B = r.dq.size(0), H = r.dq.size(1), T = r.dq.size(2), D = r.dq.size(3);
+    r.dqkv = down(r.dqkv);
+    const Tensor split = r.dqkv.view({B, T, 3, H, D});
+    r.dq = split.narrow(2, 0, 1).squeeze(2).transpose(1, 2);
+    r.dk = split.narrow(2, 1, 1).squeeze(2).transpose(1, 2);
+    r.dv = split.narrow(2, 2, 1).squeeze(2).transpose(1, 2);
+    return;
+  }
+  for (Tensor* t : {&r.dq, &r.dk, &r.dv}) *t = down(t->transpose(1, 2)).transpose(1, 2);
+}
+template <class R> void to_half(R&) {}  // cross-entropy (f32 loss), ops without an f16 rule
+enum class Half { by_inputs, no, yes };
+
 // Runs gpu(backend) when the backend wants the op and accepts it, else cpu(). R is Tensor or a struct whose
 // first tensor tells whether the backend produced it. `op` and `inputs` name the op in ALPHA_VK_CHECK reports.
+// CPU results are rounded to f16 per `half` (by default the f16 rule on `inputs`); cpu() must read its f16
+// inputs through up().
 template <class R, class G, class C>
-R dispatch(const char* op, std::initializer_list<Tensor> inputs, OpClass cls, int64_t work, G&& gpu, C&& cpu) {
+R dispatch(const char* op, std::initializer_list<Tensor> inputs, OpClass cls, int64_t work, G&& gpu, C&& cpu_f32,
+           Half half = Half::by_inputs) {
+  const bool h = half == Half::yes || (half == Half::by_inputs && half_out(inputs));
+  auto cpu = [&] {
+    R r = cpu_f32();
+    if (h) to_half(r);
+    return r;
+  };
   if (Backend* be = active_backend(); be && be->wants(cls, work)) {
     R r = gpu(*be);
     if (first_tensor(r).defined()) {
@@ -171,6 +233,18 @@ void check_float(const Tensor& t, const char* op, const char* what) {
               "[{}] {} must be f32 or f64, got {}", op, what, t.str());
 }
 
+// Ops with an f16 rule (core/ops.h) also take f16.
+void check_float16(const Tensor& t, const char* op, const char* what) {
+  ALPHA_CHECK(t.defined(), ValueError, "[{}] {} is undefined", op, what);
+  ALPHA_CHECK(is_float(t.dtype()), DTypeError, "[{}] {} must be f32, f64 or f16, got {}", op, what, t.str());
+}
+
+// Same dtype, or f16 with f32 (computed and returned as f32).
+void check_mixable(const Tensor& a, const Tensor& b, const char* op) {
+  const bool mix = (a.dtype() == DType::f16 && b.dtype() == DType::f32) || (a.dtype() == DType::f32 && b.dtype() == DType::f16);
+  ALPHA_CHECK(a.dtype() == b.dtype() || mix, DTypeError, "[{}] dtypes differ: {} and {}", op, a.str(), b.str());
+}
+
 void check_same_dtype(const Tensor& a, const Tensor& b, const char* op) {
   ALPHA_CHECK(a.dtype() == b.dtype(), DTypeError, "[{}] dtypes differ: {} and {}", op, a.str(), b.str());
 }
@@ -188,20 +262,23 @@ int64_t wrap(int64_t d, int64_t nd, const char* op) {
 
 Tensor binary(cpu::BinaryOp op, const char* name, const Tensor& a, const Tensor& b,
               Tensor (Backend::*gpu)(const Tensor&, const Tensor&)) {
-  check_float(a, name, "a");
-  check_float(b, name, "b");
-  check_same_dtype(a, b, name);
+  check_float16(a, name, "a");
+  check_float16(b, name, "b");
+  check_mixable(a, b, name);
+  // f16 with f32 (e.g. gradient accumulation of a tied weight): the f16 side is cast up (on the GPU when
+  // there), so the kernels only ever see one dtype.
+  if (a.dtype() != b.dtype()) return binary(op, name, cast(a, DType::f32), cast(b, DType::f32), gpu);
   const Shape out = broadcast_shapes(a.shape(), b.shape(), name);
   return dispatch<Tensor>(name, {a, b},
       OpClass::elementwise, shape_numel(out), [&](Backend& be) { return (be.*gpu)(a, b); },
-      [&] { return cpu::binary(op, a, b); });
+      [&] { return cpu::binary(op, up(a), up(b)); });
 }
 
 Tensor unary(cpu::UnaryOp op, const char* name, const Tensor& x) {
-  check_float(x, name, "x");
+  check_float16(x, name, "x");
   return dispatch<Tensor>(name, {x},
       OpClass::elementwise, x.numel(), [&](Backend& be) { return be.unary(name, x); },
-      [&] { return cpu::unary(op, x); });
+      [&] { return cpu::unary(op, up(x)); });
 }
 
 // True when t's storage has a GPU copy and no current host copy: a CPU op on it would download it.
@@ -272,6 +349,23 @@ Tensor narrow_backward(const Tensor& g, const Shape& shape, int64_t dim, int64_t
   return on_cpu();
 }
 
+Tensor cast(const Tensor& x, DType dtype) {
+  ALPHA_CHECK(x.defined(), ValueError, "[cast] x is undefined");
+  ALPHA_CHECK(is_float(x.dtype()) && is_float(dtype), DTypeError, "[cast] only float dtypes convert: {} to {}",
+              x.str(), dtype_name(dtype));
+  if (x.dtype() == dtype) return x;
+  // On the GPU when it wants the size or x lives there (casting on the CPU would download it).
+  if (Backend* be = active_backend(); be && (lives_on_gpu(x) || be->wants(OpClass::elementwise, x.numel()))) {
+    if (Tensor r = be->cast(x, dtype); r.defined()) {
+      ++dispatch_stats().gpu_ops;
+      if (check_state().on) check_result("cast", OpClass::elementwise, r, x.to(dtype), {x});
+      return r;
+    }
+  }
+  ++dispatch_stats().cpu_ops;
+  return x.to(dtype);
+}
+
 Tensor add(const Tensor& a, const Tensor& b) { return binary(cpu::BinaryOp::add, "add", a, b, &Backend::add); }
 Tensor sub(const Tensor& a, const Tensor& b) { return binary(cpu::BinaryOp::sub, "sub", a, b, &Backend::sub); }
 Tensor mul(const Tensor& a, const Tensor& b) { return binary(cpu::BinaryOp::mul, "mul", a, b, &Backend::mul); }
@@ -282,11 +376,11 @@ Tensor log(const Tensor& x) { return unary(cpu::UnaryOp::log, "log", x); }
 Tensor sqrt(const Tensor& x) { return unary(cpu::UnaryOp::sqrt, "sqrt", x); }
 
 static Tensor affine(const Tensor& x, double m, double a, const char* name) {
-  check_float(x, name, "x");
+  check_float16(x, name, "x");
   ALPHA_CHECK(std::isfinite(m) && std::isfinite(a), ValueError, "[{}] scalar is not finite", name);
   return dispatch<Tensor>(name, {x},
       OpClass::elementwise, x.numel(), [&](Backend& be) { return be.scale(x, m, a); },
-      [&] { return cpu::affine(x, m, a); });
+      [&] { return cpu::affine(up(x), m, a); });
 }
 Tensor scale(const Tensor& x, double s) { return affine(x, s, 0.0, "scale"); }
 Tensor add_scalar(const Tensor& x, double s) { return affine(x, 1.0, s, "add_scalar"); }
@@ -302,11 +396,11 @@ void add_(Tensor& dst, const Tensor& src, double alpha) {
 }
 
 Tensor sum(const Tensor& x, int64_t dim, bool keepdim) {
-  check_float(x, "sum", "x");
+  check_float16(x, "sum", "x");
   const int64_t d = wrap(dim, x.dim(), "sum");
   return dispatch<Tensor>("sum", {x},
       OpClass::reduce, x.numel(), [&](Backend& be) { return be.sum(x, d, keepdim); },
-      [&] { return cpu::sum(x, d, keepdim); });
+      [&] { return cpu::sum(up(x), d, keepdim); });
 }
 
 Tensor mean(const Tensor& x, int64_t dim, bool keepdim) {
@@ -316,17 +410,20 @@ Tensor mean(const Tensor& x, int64_t dim, bool keepdim) {
 }
 
 std::pair<Tensor, Tensor> max(const Tensor& x, int64_t dim, bool keepdim) {
-  check_float(x, "max", "x");
+  check_float16(x, "max", "x");
   const int64_t d = wrap(dim, x.dim(), "max");
   ALPHA_CHECK(x.size(d) > 0, ShapeError, "[max] dim {} of {} is empty", d, x.str());
   ++dispatch_stats().cpu_ops;
-  return cpu::max(x, d, keepdim);
+  auto r = cpu::max(up(x), d, keepdim);
+  if (x.dtype() == DType::f16) r.first = down(r.first);  // exact: the max of f16 values is one of them
+  return r;
 }
 
 Tensor sum_all(const Tensor& x) {
-  check_float(x, "sum_all", "x");
+  check_float16(x, "sum_all", "x");
   ++dispatch_stats().cpu_ops;
-  return cpu::sum_all(x);
+  const Tensor r = cpu::sum_all(up(x));
+  return x.dtype() == DType::f16 ? down(r) : r;
 }
 
 Tensor sum_to(const Tensor& x, const Shape& shape) {
@@ -342,9 +439,9 @@ Tensor sum_to(const Tensor& x, const Shape& shape) {
 }
 
 Tensor matmul(const Tensor& a, const Tensor& b, bool ta, bool tb) {
-  check_float(a, "matmul", "a");
-  check_float(b, "matmul", "b");
-  check_same_dtype(a, b, "matmul");
+  check_float16(a, "matmul", "a");
+  check_float16(b, "matmul", "b");
+  check_mixable(a, b, "matmul");
   ALPHA_CHECK(a.dim() >= 2 && b.dim() >= 2, ShapeError, "[matmul] operands must be at least 2-d: {} x {}",
               shape_str(a.shape()), shape_str(b.shape()));
   const int64_t M = ta ? a.size(-1) : a.size(-2), Ka = ta ? a.size(-2) : a.size(-1);
@@ -361,20 +458,20 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool ta, bool tb) {
         const auto [bg, tbg] = gpu_operand(be, b, tb);
         return be.matmul(ag, bg, tag, tbg);
       },
-      [&] { return cpu::matmul(a, b, ta, tb); });
+      [&] { return cpu::matmul(up(a), up(b), ta, tb); });
 }
 
 Tensor embedding(const Tensor& weight, const Tensor& idx) {
-  check_float(weight, "embedding", "weight");
+  check_float16(weight, "embedding", "weight");
   check_index(idx, "embedding", "indices");
   ALPHA_CHECK(weight.dim() == 2, ShapeError, "[embedding] weight must be (V, C), got {}", weight.str());
   return dispatch<Tensor>("embedding", {weight, idx},
       OpClass::embedding, idx.numel() * weight.size(1), [&](Backend& be) { return be.embedding(weight, idx); },
-      [&] { return cpu::embedding(weight, idx); });  // the kernel range-checks each index
+      [&] { return cpu::embedding(up(weight), idx); });  // the kernel range-checks each index
 }
 
 Tensor embedding_backward(const Tensor& dout, const Tensor& idx, int64_t vocab) {
-  check_float(dout, "embedding_backward", "dout");
+  check_float16(dout, "embedding_backward", "dout");
   check_index(idx, "embedding_backward", "indices");
   ALPHA_CHECK(vocab > 0, ValueError, "[embedding_backward] vocab must be positive, got {}", vocab);
   Shape want = idx.shape();
@@ -383,57 +480,60 @@ Tensor embedding_backward(const Tensor& dout, const Tensor& idx, int64_t vocab) 
               dout.str(), idx.str());
   return dispatch<Tensor>("embedding_backward", {dout, idx},
       OpClass::embedding, dout.numel(), [&](Backend& be) { return be.embedding_backward(dout, idx, vocab); },
-      [&] { return cpu::embedding_backward(dout, idx, vocab); });
+      [&] { return cpu::embedding_backward(up(dout), idx, vocab); }, Half::no);  // f32 weight gradient
 }
 
 static void check_ln_param(const Tensor& p, const Tensor& x, const char* what) {
   if (!p.defined()) return;
-  check_float(p, "layernorm", what);
-  check_same_dtype(p, x, "layernorm");
+  check_float16(p, "layernorm", what);
+  check_mixable(p, x, "layernorm");
   ALPHA_CHECK(p.dim() == 1 && p.size(0) == x.size(-1), ShapeError, "[layernorm] {} is {}, expected [{}]", what,
               p.str(), x.size(-1));
 }
 
 LayerNormOut layernorm(const Tensor& x, const Tensor& w, const Tensor& b, double eps) {
-  check_float(x, "layernorm", "x");
+  check_float16(x, "layernorm", "x");
   ALPHA_CHECK(x.dim() >= 1 && x.size(-1) > 0, ShapeError, "[layernorm] x {} has no channels", x.str());
   ALPHA_CHECK(eps > 0 && std::isfinite(eps), ValueError, "[layernorm] eps must be positive, got {}", eps);
   check_ln_param(w, x, "weight");
   check_ln_param(b, x, "bias");
   return dispatch<LayerNormOut>("layernorm", {x, w, b},
       OpClass::layernorm, x.numel(), [&](Backend& be) { return be.layernorm(x, w, b, eps); },
-      [&] { return cpu::layernorm(x, w, b, eps); });
+      [&] { return cpu::layernorm(up(x), up(w), up(b), eps); });
 }
 
 LayerNormGrads layernorm_backward(const Tensor& dy, const Tensor& x, const Tensor& w, const Tensor& mean,
                                   const Tensor& rstd, bool has_bias) {
-  check_float(dy, "layernorm_backward", "dy");
+  check_float16(dy, "layernorm_backward", "dy");
+  check_mixable(dy, x, "layernorm_backward");
   ALPHA_CHECK(dy.shape() == x.shape(), ShapeError, "[layernorm_backward] dy {} and x {} differ", dy.str(),
               x.str());
   check_ln_param(w, x, "weight");
   return dispatch<LayerNormGrads>("layernorm_backward", {dy, x, w, mean, rstd},
       OpClass::layernorm, x.numel(),
       [&](Backend& be) { return be.layernorm_backward(dy, x, w, mean, rstd, has_bias); },
-      [&] { return cpu::layernorm_backward(dy, x, w, mean, rstd, has_bias); });
+      [&] { return cpu::layernorm_backward(up(dy), up(x), up(w), mean, rstd, has_bias); },
+      half_out({dy, x, w}) ? Half::yes : Half::no);  // mean/rstd are f32 in f16 mode too: they do not vote
 }
 
 Tensor gelu(const Tensor& x) {
-  check_float(x, "gelu", "x");
+  check_float16(x, "gelu", "x");
   return dispatch<Tensor>("gelu", {x},
-      OpClass::gelu, x.numel(), [&](Backend& be) { return be.gelu(x); }, [&] { return cpu::gelu(x); });
+      OpClass::gelu, x.numel(), [&](Backend& be) { return be.gelu(x); }, [&] { return cpu::gelu(up(x)); });
 }
 
 Tensor gelu_backward(const Tensor& dy, const Tensor& x) {
-  check_float(dy, "gelu_backward", "dy");
-  check_float(x, "gelu_backward", "x");
+  check_float16(dy, "gelu_backward", "dy");
+  check_float16(x, "gelu_backward", "x");
+  check_mixable(dy, x, "gelu_backward");
   ALPHA_CHECK(dy.shape() == x.shape(), ShapeError, "[gelu_backward] dy {} and x {} differ", dy.str(), x.str());
   return dispatch<Tensor>("gelu_backward", {dy, x},
       OpClass::gelu, x.numel(), [&](Backend& be) { return be.gelu_backward(dy, x); },
-      [&] { return cpu::gelu_backward(dy, x); });
+      [&] { return cpu::gelu_backward(up(dy), up(x)); });
 }
 
 Tensor softmax(const Tensor& x, bool causal) {
-  check_float(x, "softmax", "x");
+  check_float16(x, "softmax", "x");
   ALPHA_CHECK(x.dim() >= 1, ShapeError, "[softmax] x must have a dim, got {}", x.str());
   if (causal) {
     ALPHA_CHECK(x.dim() >= 2 && x.size(-1) >= x.size(-2), ShapeError,
@@ -441,45 +541,98 @@ Tensor softmax(const Tensor& x, bool causal) {
   }
   return dispatch<Tensor>("softmax", {x},
       OpClass::softmax, x.numel(), [&](Backend& be) { return be.softmax(x, causal); },
-      [&] { return cpu::softmax(x, causal); });
+      [&] { return cpu::softmax(up(x), causal); });
 }
 
 Tensor softmax_backward(const Tensor& dy, const Tensor& y) {
-  check_float(dy, "softmax_backward", "dy");
-  check_float(y, "softmax_backward", "y");
+  check_float16(dy, "softmax_backward", "dy");
+  check_float16(y, "softmax_backward", "y");
+  check_mixable(dy, y, "softmax_backward");
   ALPHA_CHECK(dy.shape() == y.shape(), ShapeError, "[softmax_backward] dy {} and y {} differ", dy.str(), y.str());
   return dispatch<Tensor>("softmax_backward", {dy, y},
       OpClass::softmax, y.numel(), [&](Backend& be) { return be.softmax_backward(dy, y); },
-      [&] { return cpu::softmax_backward(dy, y); });
+      [&] { return cpu::softmax_backward(up(dy), up(y)); });
 }
 
 CrossEntropyOut cross_entropy(const Tensor& logits, const Tensor& targets, int64_t ignore_index) {
-  check_float(logits, "cross_entropy", "logits");
+  check_float16(logits, "cross_entropy", "logits");
   check_index(targets, "cross_entropy", "targets");
   ALPHA_CHECK(logits.dim() == 2 && targets.dim() == 1 && targets.size(0) == logits.size(0), ShapeError,
               "[cross_entropy] expected logits (N, V) and targets (N), got {} and {}", logits.str(), targets.str());
   ALPHA_CHECK(logits.size(1) > 0, ShapeError, "[cross_entropy] logits {} have no classes", logits.str());
   return dispatch<CrossEntropyOut>("cross_entropy", {logits, targets},
       OpClass::cross_entropy, logits.numel(), [&](Backend& be) { return be.cross_entropy(logits, targets, ignore_index); },
-      [&] { return cpu::cross_entropy(logits, targets, ignore_index); });  // kernel range-checks targets
+      [&] { return cpu::cross_entropy(up(logits), targets, ignore_index); });  // kernel range-checks targets
 }
 
 Tensor cross_entropy_backward(const Tensor& logits, const Tensor& targets, const Tensor& lse, double dloss,
                               int64_t count, int64_t ignore_index) {
-  check_float(logits, "cross_entropy_backward", "logits");
+  check_float16(logits, "cross_entropy_backward", "logits");
   check_index(targets, "cross_entropy_backward", "targets");
   return dispatch<Tensor>("cross_entropy_backward", {logits, targets, lse},
       OpClass::cross_entropy, logits.numel(),
       [&](Backend& be) { return be.cross_entropy_backward(logits, targets, lse, dloss, count, ignore_index); },
-      [&] { return cpu::cross_entropy_backward(logits, targets, lse, dloss, count, ignore_index); });
+      [&] { return cpu::cross_entropy_backward(up(logits), targets, lse, dloss, count, ignore_index); });
 }
 
 Tensor dropout(const Tensor& x, double p, uint64_t seed, uint64_t offset) {
-  check_float(x, "dropout", "x");
+  check_float16(x, "dropout", "x");
   ALPHA_CHECK(p >= 0.0 && p < 1.0, ValueError, "[dropout] p must be in [0, 1), got {}", p);
   return dispatch<Tensor>("dropout", {x},
       OpClass::dropout, x.numel(), [&](Backend& be) { return be.dropout(x, p, seed, offset); },
-      [&] { return cpu::dropout(x, p, seed, offset); });
+      [&] { return cpu::dropout(up(x), p, seed, offset); });
+}
+
+namespace {
+// q (B, H, Tq, D), k/v (B, H, Tk, D) (v may be undefined-checked by the caller), one float dtype (f16 too).
+void check_attention(const char* op, const Tensor& q, const Tensor& k, const Tensor& v, const AttentionParams& ap) {
+  check_float16(q, op, "q");
+  check_float16(k, op, "k");
+  check_float16(v, op, "v");
+  check_same_dtype(q, k, op);
+  check_same_dtype(q, v, op);
+  ALPHA_CHECK(q.dim() == 4 && k.dim() == 4 && v.shape() == k.shape() && q.size(0) == k.size(0) &&
+                  q.size(1) == k.size(1) && q.size(3) == k.size(3),
+              ShapeError, "[{}] expected q (B, H, Tq, D) and k, v (B, H, Tk, D), got {}, {}, {}", op, q.str(), k.str(),
+              v.str());
+  ALPHA_CHECK(q.numel() > 0 && k.numel() > 0, ShapeError, "[{}] empty q {} or k {}", op, q.str(), k.str());
+  ALPHA_CHECK(!ap.causal || k.size(2) >= q.size(2), ShapeError, "[{}] causal attention needs Tk >= Tq, got q {} k {}",
+              op, q.str(), k.str());
+  ALPHA_CHECK(ap.p >= 0.0 && ap.p < 1.0, ValueError, "[{}] dropout p must be in [0, 1), got {}", op, ap.p);
+  ALPHA_CHECK(std::isfinite(ap.scale), ValueError, "[{}] scale must be finite, got {}", op, ap.scale);
+}
+}  // namespace
+
+// Dispatched as the softmax class (work = the unfused softmax's B*H*Tq*Tk elements): it replaces that softmax.
+AttentionOut attention(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionParams& ap) {
+  check_attention("attention", q, k, v, ap);
+  return dispatch<AttentionOut>("attention", {q, k, v},
+      OpClass::softmax, q.size(0) * q.size(1) * q.size(2) * k.size(2),
+      [&](Backend& be) { return be.attention(q, k, v, ap); }, [&] { return cpu::attention(up(q), up(k), up(v), ap); });
+}
+
+AttentionGrads attention_backward(const Tensor& dout, const Tensor& q, const Tensor& k, const Tensor& v,
+                                  const Tensor& out, const Tensor& lse, const AttentionParams& ap, bool packed) {
+  check_attention("attention_backward", q, k, v, ap);
+  check_float16(dout, "attention_backward", "dout");
+  check_float16(out, "attention_backward", "out");
+  check_float(lse, "attention_backward", "lse");
+  // lse is f32 for f16 q (core/ops.h's exceptions), else q's dtype.
+  const DType lse_dt = q.dtype() == DType::f16 ? DType::f32 : q.dtype();
+  ALPHA_CHECK(dout.dtype() == q.dtype() && out.dtype() == q.dtype() && lse.dtype() == lse_dt, DTypeError,
+              "[attention_backward] dout {} and out {} must have q's dtype ({}), lse {} must be {}", dout.str(),
+              out.str(), q.str(), lse.str(), dtype_name(lse_dt));
+  ALPHA_CHECK(dout.shape() == q.shape() && out.shape() == q.shape() &&
+                  lse.shape() == Shape({q.size(0), q.size(1), q.size(2)}),
+              ShapeError, "[attention_backward] dout {} and out {} must match q {}, lse {} must be (B, H, Tq)",
+              dout.str(), out.str(), q.str(), lse.str());
+  ALPHA_CHECK(!packed || q.size(2) == k.size(2), ShapeError, "[attention_backward] packed grads need Tq == Tk, got {} {}",
+              q.str(), k.str());
+  return dispatch<AttentionGrads>("attention_backward", {dout, q, k, v, out, lse},
+      OpClass::softmax, q.size(0) * q.size(1) * q.size(2) * k.size(2),
+      [&](Backend& be) { return be.attention_backward(dout, q, k, v, out, lse, ap, packed); },
+      [&] { return cpu::attention_backward(up(dout), up(q), up(k), up(v), up(out), lse, ap, packed); },
+      q.dtype() == DType::f16 ? Half::yes : Half::no);  // f32 lse would veto the by-inputs rule
 }
 
 }  // namespace ops

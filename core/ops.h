@@ -3,6 +3,13 @@
 // GPU backend (vk/). The differentiable versions built on these live in autograd/ops.h.
 //
 // Dimension legend: B batch, T time, C channels, H heads, V vocabulary, N rows (= B*T), M/K/N matmul.
+//
+// f16 storage: every float op also takes f16 tensors and computes in f32. When all of an op's float inputs
+// are f16 its float outputs are f16; mixing f16 with f32 computes and returns f32 (f64 never mixes).
+// Exceptions that stay f32: cross_entropy's loss, layernorm's mean/rstd and dw/db, attention's lse (forward
+// output, backward input), embedding_backward's weight gradient (sums over many rows: parameter gradients keep f32 precision). The CPU runs f16 ops by
+// upcasting the inputs to f32 and rounding the outputs (one place: the dispatcher); the GPU has f16-storage
+// kernel variants.
 #pragma once
 #include <cstdint>
 #include <utility>
@@ -18,8 +25,10 @@ Tensor contiguous(const Tensor& x);
 Tensor reshape(const Tensor& x, const Shape& shape);  // a view when x is contiguous, else contiguous(x).view
 // Narrow's backward: zeros of `shape` with g placed at [start, start + g.size(dim)) along dim.
 Tensor narrow_backward(const Tensor& g, const Shape& shape, int64_t dim, int64_t start);
+// x converted to `dtype` (float <-> float; round to nearest even, inf/NaN kept); x itself when it already is.
+Tensor cast(const Tensor& x, DType dtype);
 
-// ---- element-wise (NumPy broadcasting; float dtypes; result dtype = inputs' dtype, which must match) ----
+// ---- element-wise (NumPy broadcasting; float dtypes; result dtype = inputs' dtype, f16 + f32 -> f32) ----
 Tensor add(const Tensor& a, const Tensor& b);
 Tensor sub(const Tensor& a, const Tensor& b);
 Tensor mul(const Tensor& a, const Tensor& b);
@@ -51,7 +60,7 @@ Tensor embedding_backward(const Tensor& dout, const Tensor& idx, int64_t vocab);
 // ---- LayerNorm over the last dim; w and b are (C) or undefined ----
 struct LayerNormOut {
   Tensor y;     // (..., C)
-  Tensor mean;  // (...) f32/f64 like x
+  Tensor mean;  // (...) f32/f64 like x (f32 for f16 x)
   Tensor rstd;  // (...)
 };
 LayerNormOut layernorm(const Tensor& x, const Tensor& w, const Tensor& b, double eps);
@@ -85,5 +94,35 @@ Tensor cross_entropy_backward(const Tensor& logits, const Tensor& targets, const
 // Element at row-major flat index i is kept iff u32_to_unit(philox_at(seed, offset + i)) >= p, and kept
 // values are scaled by 1/(1-p). The same call on dy is the backward. p in [0, 1).
 Tensor dropout(const Tensor& x, double p, uint64_t seed, uint64_t offset);
+
+// ---- fused attention (flash-attention style: the (B, H, Tq, Tk) scores are never stored) ----
+// q (B, H, Tq, D), k and v (B, H, Tk, D), same float dtype (f16 too), any strides (e.g. head views of a qkv projection).
+// out = dropout(softmax(q k^T * scale [+ causal mask])) v: row i sees keys j <= i + (Tk - Tq) when causal
+// (Tk >= Tq). Dropout drops probability (b, h, i, j) iff u32_to_unit(philox_at(seed, offset +
+// ((b*H + h)*Tq + i)*Tk + j)) < p: the mask ops::dropout draws on the unfused (B, H, Tq, Tk) probabilities.
+// out is a (B, H, Tq, D) view of a contiguous (B, Tq, H, D) tensor (out.transpose(1, 2) is contiguous);
+// lse (B, H, Tq) is each row's log-sum-exp of the scaled, masked scores (before dropout); f32 for f16 q.
+struct AttentionOut {
+  Tensor out, lse;
+};
+struct AttentionParams {
+  double scale = 1.0;
+  bool causal = true;
+  double p = 0.0;  // dropout on the probabilities, in [0, 1)
+  uint64_t seed = 0, offset = 0;
+};
+AttentionOut attention(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionParams& ap);
+// Gradients for dout (B, H, Tq, D); q, k, v, out, lse as the forward saw/made them (P is recomputed). dout,
+// out and the gradients (dqkv too) have q's dtype; lse is f32 for f16 q.
+// dq, dk, dv are laid out like out (views of contiguous (B, T, H, D) tensors). packed (needs Tq == Tk): they
+// are instead the head views of one fresh dqkv (B, T, 3*H*D), laid out as GPT's qkv projection output
+// (q, k, v at channel offsets 0, H*D, 2*H*D), so that gradient needs no assembling.
+struct AttentionGrads {
+  Tensor dq, dk, dv;
+  Tensor dqkv;  // packed only
+};
+AttentionGrads attention_backward(const Tensor& dout, const Tensor& q, const Tensor& k, const Tensor& v,
+                                  const Tensor& out, const Tensor& lse, const AttentionParams& ap,
+                                  bool packed = false);
 
 }  // namespace alpha::ops

@@ -19,11 +19,12 @@ class AdamW {
   // biases, LayerNorm weights or other 1-D params), like nanoGPT's two param groups. Moments m and v are f32
   // tensors of each param's shape, zero-initialized. Throws DTypeError / ValueError on bad params or options.
   AdamW(std::vector<Tensor> params, AdamWOptions opt);
+  virtual ~AdamW() = default;  // vk::GpuAdamW runs step() on the GPU with the same state
 
   // One update with learning rate lr (>= 0, finite). Reads p.grad(); a param whose grad is undefined is skipped
   // (its moments stay as they are). step_count is incremented once per call (one global step, unlike torch's
   // per-param counters: they differ only when some params get no grad), and bias correction uses the new value.
-  void step(double lr);
+  virtual void step(double lr);
   void zero_grad();  // sets every param's grad undefined
 
   int64_t step_count() const { return step_count_; }

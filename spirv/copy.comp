@@ -1,14 +1,20 @@
 // Strided gather into a contiguous output: out[i] = src[offset + sum_k c_k * stride_k], where c is the
 // row-major coordinate of i in the (up to 6-d) output shape. Elements are copied as 32-bit words, so one
-// kernel serves f32 and i32. Window (narrow's backward): along dim wdim only coordinates in
+// kernel serves f32 and i32; U16: 16-bit elements (f16). Window (narrow's backward): along dim wdim only coordinates in
 // [wstart, wstart + wlen) read the source (at c - wstart); the rest are written 0.
 #version 450
+#include "f16.glsl"
 #include "common.glsl"
 #include "push_constants.h"
 
 layout(push_constant) uniform Push { CopyPC p; };
-layout(std430, binding = 0) readonly buffer S { uint s[]; };
-layout(std430, binding = 1) writeonly buffer O { uint o[]; };
+#ifdef U16
+#define WORD uint16_t
+#else
+#define WORD uint
+#endif
+layout(std430, binding = 0) readonly buffer S { WORD s[]; };
+layout(std430, binding = 1) writeonly buffer O { WORD o[]; };
 
 void main() {
   const uint i = linear_id();
@@ -21,7 +27,7 @@ void main() {
     rest /= size;
     if (uint(k) == p.wdim) {
       if (c < p.wstart || c >= p.wstart + p.wlen) {  // outside the window: no source read at all
-        o[i] = 0u;
+        o[i] = WORD(0u);
         return;
       }
       c -= p.wstart;

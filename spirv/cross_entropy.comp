@@ -2,29 +2,31 @@
 // and the row loss lse - x[target] (0 for ignored rows); vk/ then sums row losses / count.
 // BACKWARD: one invocation per element: dx = scale * (exp(x - lse) - [j == target]), 0 on ignored rows.
 // lse is an f64 tensor (core/ops.h), read and written through its bit pattern (f64bits.glsl).
+// F16: logits and dx stored f16 (lse, row losses stay f32/f64); math f32.
 #version 450
+#include "f16.glsl"
 #include "common.glsl"
 #include "push_constants.h"
 #include "f64bits.glsl"
 
 layout(push_constant) uniform Push { CrossEntropyPC p; };
 
-layout(std430, binding = 0) readonly buffer X { float x[]; };
+layout(std430, binding = 0) readonly buffer X { ST x[]; };
 layout(std430, binding = 1) readonly buffer T { int target[]; };
 
 #ifdef BACKWARD
 layout(std430, binding = 2) readonly buffer L { uvec2 lse[]; };
-layout(std430, binding = 3) writeonly buffer DX { float dx[]; };
+layout(std430, binding = 3) writeonly buffer DX { ST dx[]; };
 void main() {
   const uint i = linear_id();
   if (i >= p.rows * p.cols) return;
   const uint r = i / p.cols, j = i % p.cols;
   const int t = target[r];
   if (t == p.ignore_index) {
-    dx[i] = 0.0;
+    dx[i] = ST(0.0);
     return;
   }
-  dx[i] = p.scale * (exp(x[i] - f64_bits_to_f32(lse[r])) - (int(j) == t ? 1.0 : 0.0));
+  dx[i] = ST(p.scale * (exp(float(x[i]) - f64_bits_to_f32(lse[r])) - (int(j) == t ? 1.0 : 0.0)));
 }
 #else
 layout(std430, binding = 2) writeonly buffer L { uvec2 lse[]; };
@@ -36,15 +38,15 @@ void main() {
   if (r >= p.rows) return;
   const uint base = r * p.cols;
   float m = -1.0 / 0.0;
-  for (uint j = gl_LocalInvocationID.x; j < p.cols; j += WG) m = max(m, x[base + j]);
+  for (uint j = gl_LocalInvocationID.x; j < p.cols; j += WG) m = max(m, float(x[base + j]));
   m = wg_max(m);
   float s = 0.0;
-  for (uint j = gl_LocalInvocationID.x; j < p.cols; j += WG) s += exp(x[base + j] - m);
+  for (uint j = gl_LocalInvocationID.x; j < p.cols; j += WG) s += exp(float(x[base + j]) - m);
   const float l = m + log(wg_sum(s));
   if (gl_LocalInvocationID.x == 0) {
     const int t = target[r];
     lse[r] = f32_to_f64_bits(l);
-    row_loss[r] = t == p.ignore_index ? 0.0 : l - x[base + uint(t)];
+    row_loss[r] = t == p.ignore_index ? 0.0 : l - float(x[base + uint(t)]);
   }
 }
 #endif

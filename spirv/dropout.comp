@@ -1,14 +1,15 @@
 // Dropout with a Philox4x32-10 mask bit-identical to core/rng.{h,cpp}: element i uses word (pos & 3) of
 // block pos >> 2, pos = offset + i (64-bit), key = seed. Kept iff (word >> 8) >= threshold (the exact
-// integer form of u32_to_unit(word) >= p); kept values are scaled.
+// integer form of u32_to_unit(word) >= p); kept values are scaled. F16: f16 storage, f32 math.
 #version 450
+#include "f16.glsl"
 #include "common.glsl"
 #include "push_constants.h"
 
 layout(push_constant) uniform Push { DropoutPC p; };
 
-layout(std430, binding = 0) readonly buffer X { float x[]; };
-layout(std430, binding = 1) writeonly buffer O { float o[]; };
+layout(std430, binding = 0) readonly buffer X { ST x[]; };
+layout(std430, binding = 1) writeonly buffer O { ST o[]; };
 
 uvec4 philox4x32(uvec2 key, uvec2 counter) {
   const uint M0 = 0xD2511F53u, M1 = 0xCD9E8D57u, W0 = 0x9E3779B9u, W1 = 0xBB67AE85u;
@@ -38,5 +39,5 @@ void main() {
   // block = pos >> 2 as a 64-bit (lo, hi) pair
   const uvec2 block = uvec2((lo >> 2) | (hi << 30), hi >> 2);
   const uint word = philox4x32(uvec2(p.seed_lo, p.seed_hi), block)[lo & 3u];
-  o[i] = (word >> 8) >= p.threshold ? x[i] * p.scale : 0.0;
+  o[i] = ST((word >> 8) >= p.threshold ? float(x[i]) * p.scale : 0.0);
 }

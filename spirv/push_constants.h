@@ -13,7 +13,10 @@ struct BinaryPC { uint n; uint an; uint bn; uint pad; };
 // out[i] = OP(x[i]); affine uses mul/add.
 struct UnaryPC { uint n; float mul; float add; uint pad; };
 // C(b) = op(A(b)) op(B(b)); A/B element (r, c) at base + r*ld + c before transposition; C contiguous.
-struct MatmulPC { uint M; uint N; uint K; uint lda; uint ldb; uint a_bstride; uint b_bstride; uint trans_a; uint trans_b; };
+// The transposes are specialization constants (they select load patterns, and coopmat layouts must be constant).
+// Split-K: gl_WorkGroupID.z = batch * splits + s; slice s covers k in [s * k_chunk, (s + 1) * k_chunk) and
+// writes C's partial sums at (batch * splits + s) * M * N (vk/ sums the slices in a fixed order).
+struct MatmulPC { uint M; uint N; uint K; uint lda; uint ldb; uint a_bstride; uint b_bstride; uint splits; uint k_chunk; };
 // x seen as (outer, n, inner); out[o, i] = scale * sum_k x[o, k, i]. Column sums (inner > 1) split n into
 // chunks of `chunk`: out is (outer, ceil(n / chunk), inner) partial sums (vk/ sums those again).
 struct SumPC { uint outer; uint n; uint inner; float scale; uint chunk; };
@@ -31,11 +34,31 @@ struct DropoutPC { uint n; uint seed_lo; uint seed_hi; uint off_lo; uint off_hi;
 // Strided gather of 32-bit words into a contiguous (6-d, leading 1s) output; window along wdim (see copy.comp).
 // uint arrays have a 4-byte stride in std430 push constants, as in C++.
 struct CopyPC { uint n; uint offset; uint size[6]; uint stride[6]; uint wdim; uint wstart; uint wlen; };
+// Fused attention (spirv/attention*.comp). Row i of a (b, h) pair sees keys j < min(tk, i + shift + 1)
+// (causal: shift = tk - tq; else shift = tk). rows = B*H*tq. Dropout keeps (bh, i, j) iff the Philox word at
+// offset + (bh*tq + i)*tk + j has (word >> 8) >= threshold (threshold 0: no dropout). Each input view is
+// (offset, batch stride, head stride, row stride) in elements, unit stride along D: q k v g (g = dO); the
+// row-dot kernel reads O through the q slot. out and lse are contiguous (B, T, H, D) / (B, H, T); dq, dk, dv
+// rows (b, t) start at out_off[0|1|2] + (b*T + t)*out_row + h*D (out_row = H*D, or 3*H*D packed as qkv).
+struct AttentionPC {
+  uint H; uint tq; uint tk; uint shift; uint rows; uint threshold; float keep_scale; float scale;
+  uint seed_lo; uint seed_hi; uint off_lo; uint off_hi; uint q[4]; uint k[4]; uint v[4]; uint g[4];
+  uint out_row; uint out_off[3];
+};
+// GPU AdamW (adamw.comp): the update of one param of n floats with optim/adamw.cpp's float coefficients
+// (decay = 1 - lr*wd, applied when apply_decay != 0); grad-norm partials of CHUNK = WG * ADAMW_NORM_ITEMS
+// elements per workgroup at out_offset; the final norm over `parts` partials; the loss accumulation.
+#define ADAMW_NORM_ITEMS 32
+struct AdamWPC { uint n; float decay; float b1; float omb1; float b2; float omb2; float bc2_sqrt; float eps; float neg_step; uint apply_decay; };
+struct AdamWNormPC { uint n; uint out_offset; float inv_scale; };
+struct AdamWFinalPC { uint parts; float max_norm; float inv_scale; uint check_loss; };
+struct AdamWLossPC { uint first; };
 
 #ifdef __cplusplus
 static_assert(sizeof(BinaryPC) == 16 && sizeof(UnaryPC) == 16 && sizeof(MatmulPC) == 36);
 static_assert(sizeof(SumPC) == 20 && sizeof(SoftmaxPC) == 16 && sizeof(LayerNormPC) == 24);
 static_assert(sizeof(CrossEntropyPC) == 16 && sizeof(EmbeddingPC) == 12 && sizeof(DropoutPC) == 28);
-static_assert(sizeof(CopyPC) == 68);
+static_assert(sizeof(CopyPC) == 68 && sizeof(AttentionPC) == 128);
+static_assert(sizeof(AdamWPC) == 40 && sizeof(AdamWNormPC) == 12 && sizeof(AdamWFinalPC) == 16 && sizeof(AdamWLossPC) == 4);
 }  // namespace alpha::vk::pc
 #endif

@@ -1,14 +1,21 @@
 // Sum over one dim of x seen as (outer, n, inner), times scale. ROWS (inner == 1): one workgroup per row,
 // strided partial sums then a tree reduction. Otherwise one invocation per (outer, chunk of n, inner) output
 // summing its chunk sequentially (bounded loops: lavapipe stops any loop after 65535 iterations); vk/ sums
-// the partials again. Both orders are fixed, so results are deterministic.
+// the partials again. Both orders are fixed, so results are deterministic. IN_F16: f16 input (output f32).
 #version 450
+#include "f16.glsl"
 #include "common.glsl"
 #include "push_constants.h"
 
 layout(push_constant) uniform Push { SumPC p; };
 
-layout(std430, binding = 0) readonly buffer X { float x[]; };
+layout(std430, binding = 0) readonly buffer X {
+#ifdef IN_F16
+  float16_t x[];
+#else
+  float x[];
+#endif
+};
 layout(std430, binding = 1) writeonly buffer O { float o[]; };
 
 #ifdef ROWS
@@ -18,7 +25,7 @@ void main() {
   const uint r = linear_group();
   if (r >= p.outer) return;  // uniform per workgroup
   float s = 0.0;
-  for (uint j = gl_LocalInvocationID.x; j < p.n; j += WG) s += x[r * p.n + j];
+  for (uint j = gl_LocalInvocationID.x; j < p.n; j += WG) s += float(x[r * p.n + j]);
   s = wg_sum(s);
   if (gl_LocalInvocationID.x == 0) o[r] = s * p.scale;
 }
@@ -30,7 +37,7 @@ void main() {
   const uint in_ = i % p.inner, t = i / p.inner, kc = t % chunks, ou = t / chunks;
   const uint k1 = min(p.n, (kc + 1) * p.chunk);
   float s = 0.0;
-  for (uint k = kc * p.chunk; k < k1; ++k) s += x[(ou * p.n + k) * p.inner + in_];
+  for (uint k = kc * p.chunk; k < k1; ++k) s += float(x[(ou * p.n + k) * p.inner + in_]);
   o[i] = s * p.scale;
 }
 #endif

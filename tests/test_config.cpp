@@ -91,6 +91,8 @@ TEST_CASE("config: an empty object gives the documented defaults") {
   CHECK(c.model.vocab_size == 0);
   CHECK(c.model.dropout == 0.2);
   CHECK(c.model.bias == false);
+  CHECK(c.model.attention == "fused");
+  CHECK(c.model.precision == "f32");
   CHECK(c.data.path == "");
   CHECK(c.data.tokenizer == "char");
   CHECK(c.data.val_fraction == 0.1);
@@ -428,6 +430,8 @@ TEST_CASE("config: config_to_json has every key and round-trips") {
   c.device = "vulkan:2";
   c.init_from = "runs/y/ckpt";
   c.model = {3, 2, 64, 32, 1000, 0.05, true};
+  c.model.attention = "unfused";
+  c.model.precision = "f16";
   c.data = {"d.txt", "bpe", 0.25, "sequential", 1000, "tok/"};
   c.train = {7, 2, 99, 11, 5, 3, 0};
   c.optim.lr = 0.123456789012345;
@@ -441,12 +445,14 @@ TEST_CASE("config: config_to_json has every key and round-trips") {
   c.optim.beta2 = 0.95;
   c.optim.eps = 1e-6;
   c.optim.grad_clip = 0.0;
+  c.optim.device = "gpu";
   c.checkpoint = {17, 1};
   c.metrics.path = "/tmp/m.jsonl";
   c.metrics.profile = true;
   c.metrics.peak_tflops = 989.5;
   c.metrics.http = {"http://127.0.0.1:9/x", "ALPHA_TOKEN", 7, 3, 2, 1.5, 0.5};
-  c.dispatch = {0, 12345};
+  c.dispatch = {0, 12345, "auto"};
+  c.guard = {"rollback", 2, 0.5, 10, 3.0, "skip", 0};
 
   const json j = alpha::config_to_json(c);
   const json d = alpha::config_to_json(Config{});
@@ -454,8 +460,8 @@ TEST_CASE("config: config_to_json has every key and round-trips") {
   leaf_keys(j, "", keys);
   leaf_keys(d, "", default_keys);
   CHECK(keys == default_keys);
-  CHECK(keys.size() == 49);  // 4 top-level + 7 model + 4 data + 7 train + 11 optim + 2 checkpoint + 1 metrics
-                             // + 2 dispatch
+  CHECK(keys.size() == 60);  // 4 top-level + 9 model + 4 data + 7 train + 12 optim + 2 checkpoint + 1 metrics
+                             // + 3 dispatch + 7 guard
   // Every key differs from its default here, so a key that parse_config ignored would break the round trip.
   for (const auto& k : keys) {
     CAPTURE(k);

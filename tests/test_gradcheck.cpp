@@ -193,6 +193,9 @@ TEST_CASE("gradcheck: views and copies") {
   gradcheck("expand", [](const Inputs& in) { return ag::expand(in[0], {2, 3, 4}); }, {randn({3, 1}, 47)});
   gradcheck("expand new dims", [](const Inputs& in) { return ag::expand(in[0], {4, 17}); }, {randn({17}, 48)});
   gradcheck("contiguous", [](const Inputs& in) { return ag::contiguous(in[0]); }, {randn({4, 3}, 49).transpose(0, 1)});
+  // Already contiguous: the gradient still flows (once recorded an op whose output was its own input and lost it).
+  gradcheck("contiguous of contiguous", [](const Inputs& in) { return ag::mul(ag::contiguous(in[0]), in[0]); },
+            {randn({4, 3}, 52)});
   gradcheck("chain transpose->contiguous->reshape->mul",
             [](const Inputs& in) {
               return ag::mul(ag::reshape(ag::contiguous(ag::transpose(in[0], 0, 1)), {-1}), in[1]);

@@ -3,6 +3,7 @@
 //   [16+H,24+H) u64 FNV-1a of bytes [0,16+H) | zero padding to data_start = align64(24+H) |
 //   data_bytes bytes of tensor data, tensor i at data_start + offset_i (64-aligned), gaps zero; EOF.
 #include "train/checkpoint.h"
+#include "train/json_limits.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -277,6 +278,10 @@ CheckpointFile read_checkpoint(const std::string& path, bool header_only) {
   read_at(f.fd, &stored, 8, head.size(), path);
   if (fnv1a64(head.data(), head.size()) != stored)
     throw CheckpointError(fmt::format("[checkpoint] \"{}\": header checksum mismatch (file damaged)", path));
+  const size_t depth = json_nesting_depth(std::string_view(head).substr(kCheckpointPreamble));
+  if (depth > kMaxJsonDepth)
+    throw CheckpointError(fmt::format("[checkpoint] \"{}\": JSON header nested {} levels deep (the limit is {})", path,
+                                      depth, kMaxJsonDepth));
   nlohmann::json header;
   try {
     header = nlohmann::json::parse(head.begin() + kCheckpointPreamble, head.end());

@@ -3,6 +3,7 @@
 // says so and exits 0: the CPU path needs neither.
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -23,7 +24,8 @@ constexpr const char* kInfoHelp = R"(usage: alpha info [CONFIG] [--set key=value
 
 Lists the Vulkan devices, the device a run would use (config key `device`, default "auto"; ALPHA_DEVICE
 overrides it; --device SPEC overrides both) with its features and limits, and the dispatch thresholds
-(dispatch.threshold, dispatch.matmul_threshold; ALPHA_GPU_MIN_WORK overrides them).
+(dispatch.threshold, dispatch.matmul_threshold, or the dispatch.profile `alpha calibrate` wrote;
+ALPHA_GPU_MIN_WORK overrides them).
 )";
 
 std::string env_or(const char* name, const char* fallback) {
@@ -72,14 +74,19 @@ int cmd_info(const std::vector<std::string>& args) {
   }
   std::printf("\ndevice \"%s\" (%s) -> ", spec.c_str(), source.c_str());
   try {
-    DeviceScope scope(cfg.device, cfg.dispatch.threshold, cfg.dispatch.matmul_threshold);
+    DeviceScope scope(cfg.device, cfg.dispatch.threshold, cfg.dispatch.matmul_threshold, false, cfg.dispatch.profile);
     std::printf("%s\n", scope.description().c_str());
     if (auto* be = dynamic_cast<vk::VulkanBackend*>(scope.backend())) {
       std::printf("%s\n", be->runtime().device().describe().c_str());
-      std::printf("\ndispatch thresholds (ops at least this big run on the GPU):\n");
-      for (int c = 0; c < 9; ++c) {
+      std::printf("\ndispatch profile: %s\n", scope.dispatch_profile_path().empty()
+                                                   ? "none (dispatch.profile; `alpha calibrate` writes one)"
+                                                   : scope.dispatch_profile_path().c_str());
+      std::printf("dispatch thresholds (ops at least this big run on the GPU):\n");
+      for (int c = 0; c < be->class_count(); ++c) {
         const auto cls = static_cast<OpClass>(c);
-        std::printf("  %-14s %lld %s\n", op_class_name(cls), static_cast<long long>(be->threshold(cls)),
+        const int64_t t = be->threshold(cls);
+        std::printf("  %-14s %s %s\n", op_class_name(cls),
+                    t == std::numeric_limits<int64_t>::max() ? "never" : std::to_string(t).c_str(),
                     cls == OpClass::matmul ? "flops" : "elements");
       }
       std::printf("  (config: dispatch.threshold %lld, dispatch.matmul_threshold %lld; ALPHA_GPU_MIN_WORK=%s, "
@@ -87,6 +94,8 @@ int cmd_info(const std::vector<std::string>& args) {
                   static_cast<long long>(cfg.dispatch.threshold), static_cast<long long>(cfg.dispatch.matmul_threshold),
                   env_or("ALPHA_GPU_MIN_WORK", "unset").c_str(), env_or("ALPHA_VK_CPU_OPS", "unset").c_str());
     }
+  } catch (const ConfigError&) {
+    throw;  // a bad dispatch.profile: exit 2 like any config error
   } catch (const Error& e) {
     std::printf("none: %s\n", e.what());
   }

@@ -2,6 +2,8 @@
 // unknown-key checks, overrides and did-you-mean, kept honest by the round-trip test.
 #include "train/config.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
@@ -17,6 +19,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "train/json_limits.h"
+
 namespace alpha {
 namespace {
 
@@ -24,6 +28,7 @@ using json = nlohmann::json;
 
 constexpr int64_t kMaxCount = 1'000'000'000;  // bound on counts: catches typos and keeps products in int64
 constexpr double kMaxElements = 1e12;         // sanity bound on parameter count and B*T*C activations
+constexpr size_t kMaxConfigBytes = 1 << 20;   // configs are a few hundred bytes; bigger is a wrong file
 
 std::string join_path(const std::string& prefix, const std::string& key) {
   return prefix.empty() ? key : prefix + "." + key;
@@ -60,6 +65,8 @@ std::string closest(std::string_view word, const std::vector<std::string>& candi
   size_t best_d = std::numeric_limits<size_t>::max();
   for (const auto& c : candidates) {
     const std::string lc = lower(c);
+    // The distance is at least the length difference: skip early, so a 1 MB key costs no 1M x n table.
+    if (w.size() > lc.size() + 2 || lc.size() > w.size() + 2) continue;
     const size_t d = edit_distance(w, lc);
     if (d <= 2 && d < std::min(w.size(), lc.size()) && d < best_d) best = c, best_d = d;
   }
@@ -269,13 +276,18 @@ void check_device(const std::string& d) {
                                 "\"{}\"{}", d, s.empty() ? "" : fmt::format(" (did you mean \"{}\"?)", s)));
 }
 
-// Products are computed in double so absurd sizes are reported instead of overflowing int64.
+// GPT-2 layout: token + position embeddings, per block 12*C^2 weights + biases/LayerNorms, final LayerNorm.
+// In double so absurd sizes are reported instead of overflowing int64.
+double estimated_parameters(const ModelConfig& m, int64_t vocab_size) {
+  const double C = static_cast<double>(m.n_embd), L = static_cast<double>(m.n_layer);
+  return static_cast<double>(vocab_size) * C + static_cast<double>(m.block_size) * C + L * (12.0 * C * C + 13.0 * C) +
+         2.0 * C;
+}
+
 void check_sizes(const Config& c) {
   const auto& m = c.model;
-  const double C = static_cast<double>(m.n_embd), L = static_cast<double>(m.n_layer);
-  // GPT-2 layout: token + position embeddings, per block 12*C^2 weights + biases/LayerNorms, final LayerNorm.
-  const double params = static_cast<double>(m.vocab_size) * C + static_cast<double>(m.block_size) * C +
-                        L * (12.0 * C * C + 13.0 * C) + 2.0 * C;
+  const double C = static_cast<double>(m.n_embd);
+  const double params = estimated_parameters(m, m.vocab_size);
   if (params > kMaxElements) {
     throw ConfigError(fmt::format("[config] model too large: about {:.3g} parameters (model.n_layer={}, "
                                   "model.n_embd={}, model.block_size={}, model.vocab_size={}); the limit is {:g}",
@@ -295,6 +307,8 @@ std::string trim(const std::string& s) {
   return s.substr(b, s.find_last_not_of(" \t") - b + 1);
 }
 
+json parse_json_text(const std::string& text, const std::string& origin);
+
 // "a.b=value": the value is JSON if it parses, else the raw text as a string (so data.path=x.txt works).
 void apply_override(json& root, const std::string& ov) {
   const auto eq = ov.find('=');
@@ -304,8 +318,8 @@ void apply_override(json& root, const std::string& ov) {
         fmt::format("[config] override \"{}\" must look like key.path=value (e.g. train.max_steps=100)", ov));
   }
   const std::string text = ov.substr(eq + 1);
-  json value = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (value.is_discarded()) value = text;
+  // Valid JSON goes through the strict parser (size, depth, duplicate keys); anything else is a string.
+  json value = json::accept(text) ? parse_json_text(text, fmt::format("override \"{}\"", key)) : json(text);
 
   const std::string where = fmt::format(" in override \"{}\"", ov);
   const json* level = &schema();
@@ -349,6 +363,13 @@ void apply_override(json& root, const std::string& ov) {
 json parse_json_text(const std::string& text, const std::string& origin) {
   if (text.find_first_not_of(" \t\r\n") == std::string::npos) {
     throw ConfigError(fmt::format("[config] {}: empty config (expected a JSON object)", origin));
+  }
+  if (text.size() > kMaxConfigBytes) {
+    throw ConfigError(fmt::format("[config] {}: too large for a config (more than {} bytes)", origin, kMaxConfigBytes));
+  }
+  if (const size_t depth = json_nesting_depth(text); depth > kMaxJsonDepth) {
+    throw ConfigError(fmt::format("[config] {}: JSON nested {} levels deep (the limit is {})", origin, depth,
+                                  kMaxJsonDepth));
   }
   struct Frame {
     std::string path, last_key;
@@ -423,6 +444,10 @@ Config parse_config(const json& j) {
   m.vocab_size = get_int(j, "model.vocab_size", d.model.vocab_size, 0, int64_t{1} << 24);
   m.dropout = get_double(j, "model.dropout", d.model.dropout, {0, false}, {1, true});
   m.bias = get_bool(j, "model.bias", d.model.bias);
+  m.attention = get_string(j, "model.attention", d.model.attention);
+  check_choice("model.attention", m.attention, {"fused", "unfused"});
+  m.precision = get_string(j, "model.precision", d.model.precision);
+  check_choice("model.precision", m.precision, {"f32", "f16"});
   if (m.n_embd % m.n_head != 0) {
     throw ConfigError(fmt::format("[config] \"model.n_embd\" ({}) must be divisible by \"model.n_head\" ({})", m.n_embd,
                                   m.n_head));
@@ -466,6 +491,8 @@ Config parse_config(const json& j) {
   o.beta2 = get_double(j, "optim.beta2", d.optim.beta2, {0, false}, {1, true});
   o.eps = get_double(j, "optim.eps", d.optim.eps, {0, true}, {kInf, true});
   o.grad_clip = get_double(j, "optim.grad_clip", d.optim.grad_clip, {0, false}, {kInf, true});
+  o.device = get_string(j, "optim.device", d.optim.device);
+  check_choice("optim.device", o.device, {"cpu", "gpu"});
 
   c.checkpoint.interval = get_int(j, "checkpoint.interval", d.checkpoint.interval, 1, kMaxCount);
   c.checkpoint.keep_last = get_int(j, "checkpoint.keep_last", d.checkpoint.keep_last, 1, kMaxCount);
@@ -484,6 +511,18 @@ Config parse_config(const json& j) {
   constexpr int64_t kMaxWork = int64_t{1} << 62;
   c.dispatch.threshold = get_int(j, "dispatch.threshold", d.dispatch.threshold, 0, kMaxWork);
   c.dispatch.matmul_threshold = get_int(j, "dispatch.matmul_threshold", d.dispatch.matmul_threshold, 0, kMaxWork);
+  c.dispatch.profile = get_string(j, "dispatch.profile", d.dispatch.profile);
+
+  auto& g = c.guard;
+  g.policy = get_string(j, "guard.policy", d.guard.policy);
+  check_choice("guard.policy", g.policy, {"skip", "rollback", "stop"});
+  g.max_bad_steps = get_int(j, "guard.max_bad_steps", d.guard.max_bad_steps, 1, kMaxCount);
+  g.rollback_lr_factor = get_double(j, "guard.rollback_lr_factor", d.guard.rollback_lr_factor, {0, true}, {1, false});
+  g.spike_window = get_int(j, "guard.spike_window", d.guard.spike_window, 2, 1'000'000);
+  g.spike_zscore = get_double(j, "guard.spike_zscore", d.guard.spike_zscore, {0, false}, {1e6, false});
+  g.spike_action = get_string(j, "guard.spike_action", d.guard.spike_action);
+  check_choice("guard.spike_action", g.spike_action, {"warn", "skip"});
+  g.param_check_interval = get_int(j, "guard.param_check_interval", d.guard.param_check_interval, 0, kMaxCount);
 
   check_sizes(c);
   return c;
@@ -509,10 +548,31 @@ Config load_config(const std::string& path, const std::vector<std::string>& over
   }
   std::ifstream in(path, std::ios::binary);
   if (!in) throw ConfigError(fmt::format("[config] cannot read config file \"{}\": {}", path, std::strerror(errno)));
-  std::ostringstream text;
-  text << in.rdbuf();
+  // Read one byte past the limit, never more: /dev/zero or a multi-GB file must not fill memory.
+  std::string text(kMaxConfigBytes + 1, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
   if (in.bad()) throw ConfigError(fmt::format("[config] error reading config file \"{}\"", path));
-  return load_config_text(text.str(), overrides, path);
+  text.resize(static_cast<size_t>(in.gcount()));
+  return load_config_text(text, overrides, path);
+}
+
+void check_host_memory(const Config& c, int64_t vocab_size, double host_bytes) {
+  if (host_bytes <= 0) {
+    host_bytes = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGESIZE));
+  }
+  const ModelConfig& m = c.model;
+  const double params = estimated_parameters(m, vocab_size);
+  // A lower bound: f32 weights, gradients and both AdamW moments live in host memory, plus logits and their grad.
+  const double logits = static_cast<double>(c.train.batch_size) * static_cast<double>(m.block_size) *
+                        static_cast<double>(vocab_size);
+  const double need = 16.0 * params + 8.0 * logits;
+  if (need > host_bytes) {
+    throw ConfigError(fmt::format(
+        "[config] the run needs at least {:.3g} GB of host memory, this machine has {:.3g} GB: {:.3g} parameters "
+        "(model.n_layer={}, model.n_embd={}, model.block_size={}, vocabulary {}) x 16 bytes (weights, gradients, "
+        "AdamW moments) + logits (train.batch_size={} x block_size x vocabulary x 8 bytes)",
+        need / 1e9, host_bytes / 1e9, params, m.n_layer, m.n_embd, m.block_size, vocab_size, c.train.batch_size));
+  }
 }
 
 json config_to_json(const Config& c) {
@@ -526,7 +586,8 @@ json config_to_json(const Config& c) {
       {"init_from", c.init_from},
       {"model",
        {{"n_layer", m.n_layer}, {"n_head", m.n_head}, {"n_embd", m.n_embd}, {"block_size", m.block_size},
-        {"vocab_size", m.vocab_size}, {"dropout", m.dropout}, {"bias", m.bias}}},
+        {"vocab_size", m.vocab_size}, {"dropout", m.dropout}, {"bias", m.bias},
+        {"attention", m.attention}, {"precision", m.precision}}},
       {"data",
        {{"path", c.data.path}, {"tokenizer", c.data.tokenizer}, {"val_fraction", c.data.val_fraction},
         {"sampling", c.data.sampling}, {"vocab_size", c.data.vocab_size}, {"tokenizer_path", c.data.tokenizer_path}}},
@@ -538,14 +599,19 @@ json config_to_json(const Config& c) {
        {{"lr", o.lr}, {"min_lr", o.min_lr}, {"warmup_steps", o.warmup_steps}, {"schedule", o.schedule},
         {"decay_steps", o.decay_steps}, {"wsd_decay_fraction", o.wsd_decay_fraction},
         {"weight_decay", o.weight_decay}, {"beta1", o.beta1}, {"beta2", o.beta2}, {"eps", o.eps},
-        {"grad_clip", o.grad_clip}}},
+        {"grad_clip", o.grad_clip}, {"device", o.device}}},
       {"checkpoint", {{"interval", c.checkpoint.interval}, {"keep_last", c.checkpoint.keep_last}}},
       {"metrics", {{"path", c.metrics.path}, {"profile", c.metrics.profile}, {"peak_tflops", c.metrics.peak_tflops},
                    {"http", {{"url", c.metrics.http.url}, {"token_env", c.metrics.http.token_env},
                              {"queue_lines", c.metrics.http.queue_lines}, {"batch_lines", c.metrics.http.batch_lines},
                              {"max_retries", c.metrics.http.max_retries}, {"timeout_s", c.metrics.http.timeout_s},
                              {"close_timeout_s", c.metrics.http.close_timeout_s}}}}},
-      {"dispatch", {{"threshold", c.dispatch.threshold}, {"matmul_threshold", c.dispatch.matmul_threshold}}},
+      {"dispatch", {{"threshold", c.dispatch.threshold}, {"matmul_threshold", c.dispatch.matmul_threshold},
+                    {"profile", c.dispatch.profile}}},
+      {"guard", {{"policy", c.guard.policy}, {"max_bad_steps", c.guard.max_bad_steps},
+                 {"rollback_lr_factor", c.guard.rollback_lr_factor}, {"spike_window", c.guard.spike_window},
+                 {"spike_zscore", c.guard.spike_zscore}, {"spike_action", c.guard.spike_action},
+                 {"param_check_interval", c.guard.param_check_interval}}},
   };
 }
 

@@ -21,6 +21,8 @@ struct ModelConfig {
   int64_t vocab_size = 0;  // 0 = take it from the tokenizer
   double dropout = 0.2;
   bool bias = false;
+  std::string attention = "fused";  // fused | unfused (the reference composition of ops)
+  std::string precision = "f32";    // f32 | f16 (f16 storage of activations and weight copies, f32 math and master weights)
   bool operator==(const ModelConfig&) const = default;
 };
 
@@ -48,6 +50,7 @@ struct OptimConfig {
   int64_t decay_steps = 5000;
   double wsd_decay_fraction = 0.2, weight_decay = 0.1, beta1 = 0.9, beta2 = 0.99, eps = 1e-8;
   double grad_clip = 1.0;  // max global gradient norm; 0 = off
+  std::string device = "cpu";  // where AdamW runs: cpu (the reference) | gpu (vk::GpuAdamW; needs a GPU device)
   bool operator==(const OptimConfig&) const = default;
 };
 
@@ -75,7 +78,21 @@ struct MetricsConfig {
 struct DispatchConfig {
   int64_t threshold = int64_t{1} << 20;         // elements, for element-wise/row ops
   int64_t matmul_threshold = int64_t{1} << 24;  // flops (2*M*N*K)
+  std::string profile;  // "" | "auto" | path: per-class thresholds from `alpha calibrate` (train/calibrate.h)
   bool operator==(const DispatchConfig&) const = default;
+};
+
+// Numerics guard (issue 9, train/guard.h, docs/reliability.md): what a step with a non-finite loss, gradient
+// or parameter (or a loss spike) does.
+struct GuardConfig {
+  std::string policy = "skip";         // skip | rollback | stop
+  int64_t max_bad_steps = 5;           // bad steps in a row that end the run with exit code 5 (every policy)
+  double rollback_lr_factor = 1.0;     // the LR is multiplied by this after each rollback, in (0, 1]
+  int64_t spike_window = 100;          // finite losses the spike detector keeps
+  double spike_zscore = 6.0;           // a loss this many std devs above the window mean is a spike; 0 = off
+  std::string spike_action = "warn";   // warn | skip
+  int64_t param_check_interval = 1;    // check params for non-finite values every N updates; 0 = never
+  bool operator==(const GuardConfig&) const = default;
 };
 
 struct Config {
@@ -90,6 +107,7 @@ struct Config {
   CheckpointConfig checkpoint;
   MetricsConfig metrics;
   DispatchConfig dispatch;
+  GuardConfig guard;
   bool operator==(const Config&) const = default;
 };
 
@@ -104,6 +122,11 @@ Config load_config(const std::string& path, const std::vector<std::string>& over
 // Same, from text; `origin` names the source in error messages (e.g. the file path or "<string>").
 Config load_config_text(const std::string& json_text, const std::vector<std::string>& overrides,
                         const std::string& origin);
+
+// Refuses (ConfigError naming the keys) a run whose parameters, gradients, AdamW moments and logits cannot fit in
+// host memory (`host_bytes`; 0 = this machine's physical RAM). The trainer calls it once the vocabulary is known,
+// before allocating the model, so an oversized config exits 2 instead of being killed for memory.
+void check_host_memory(const Config& c, int64_t vocab_size, double host_bytes = 0);
 
 // The resolved config with every key; parse_config(config_to_json(c)) == c.
 nlohmann::json config_to_json(const Config& c);

@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "train/json_limits.h"
 #include "train/token_file.h"
 
 namespace alpha {
@@ -53,10 +54,13 @@ TextData TextData::load_tokens(const std::string& path, double val_fraction, int
   TextData d;
   const fs::path tok_json = folder / "tokenizer.json";
   if (fs::exists(tok_json)) {
-    std::ifstream f(tok_json);
+    std::ifstream f(tok_json, std::ios::binary);
+    const std::string text{std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
     nlohmann::json j;
     try {
-      j = nlohmann::json::parse(f);
+      ALPHA_CHECK(json_nesting_depth(text) <= kMaxJsonDepth, ValueError, "JSON nested deeper than {} levels",
+                  kMaxJsonDepth);
+      j = nlohmann::json::parse(text);
       d.tokenizer_ = tokenizer_from_json(j);
     } catch (const std::exception& e) {
       throw DataError(fmt::format("[data] \"{}\": bad tokenizer: {}", tok_json.string(), e.what()));

@@ -4,13 +4,14 @@
 
 #include <fmt/format.h>
 
+#include "train/calibrate.h"
 #include "vk/backend.h"
 #include "vk/check.h"
 
 namespace alpha {
 
 DeviceScope::DeviceScope(const std::string& config_device, int64_t threshold, int64_t matmul_threshold,
-                         bool profile) {
+                         bool profile, const std::string& dispatch_profile) {
   std::string spec = config_device;
   if (const char* e = std::getenv("ALPHA_DEVICE"); e && *e) spec = e;
   if (spec == "cpu") {
@@ -36,6 +37,7 @@ DeviceScope::DeviceScope(const std::string& config_device, int64_t threshold, in
   try {
     auto be = std::make_unique<vk::VulkanBackend>(opts);
     be->configure_thresholds(threshold, matmul_threshold);
+    dispatch_profile_path_ = use_dispatch_profile(*be, dispatch_profile);  // before the backend goes live
     profiling_ = profile && be->set_profiling(true);
     description_ = be->name();
     backend_ = std::move(be);

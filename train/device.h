@@ -13,9 +13,11 @@ namespace alpha {
 class DeviceScope {
  public:
   // Thresholds: dispatch.threshold (elements) and dispatch.matmul_threshold (flops) of the config;
-  // profile: metrics.profile (per-kernel GPU timestamps, when the device has them).
+  // profile: metrics.profile (per-kernel GPU timestamps, when the device has them); dispatch_profile:
+  // dispatch.profile ("" | "auto" | a path: per-class thresholds from `alpha calibrate`, train/calibrate.h).
   explicit DeviceScope(const std::string& config_device, int64_t threshold = int64_t{1} << 20,
-                       int64_t matmul_threshold = int64_t{1} << 24, bool profile = false);
+                       int64_t matmul_threshold = int64_t{1} << 24, bool profile = false,
+                       const std::string& dispatch_profile = "");
   ~DeviceScope();
   DeviceScope(const DeviceScope&) = delete;
   DeviceScope& operator=(const DeviceScope&) = delete;
@@ -25,11 +27,13 @@ class DeviceScope {
   Backend* backend() const { return backend_.get(); }  // nullptr on the CPU
   void sync();  // waits for queued GPU work (timing points)
   bool profiling() const { return profiling_; }  // timestamps are being collected
+  const std::string& dispatch_profile_path() const { return dispatch_profile_path_; }  // "" = none loaded
 
  private:
   std::unique_ptr<Backend> backend_;
   std::string description_;
   bool profiling_ = false;
+  std::string dispatch_profile_path_;
 };
 
 }  // namespace alpha

@@ -73,17 +73,30 @@ double GPT::flops_per_token(int64_t T) const {
 }
 
 Tensor GPT::block_forward(const Block& b, const Tensor& x, bool training, Rng& rng) const {
+  if (cfg_.f16 && b.ln1_w.dtype() != DType::f16) {  // f16 mode: run on f16 copies of the block's weights
+    Block h = b;
+    for (Tensor* t : {&h.ln1_w, &h.ln1_b, &h.attn_w, &h.attn_b, &h.proj_w, &h.proj_b, &h.ln2_w, &h.ln2_b, &h.fc_w,
+                      &h.fc_b, &h.fc2_w, &h.fc2_b})
+      if (t->defined()) *t = ag::cast(*t, DType::f16);
+    return block_forward(h, x, training, rng);
+  }
   const int64_t B = x.size(0), T = x.size(1), C = cfg_.n_embd, H = cfg_.n_head, D = C / H;
   const double p = cfg_.dropout;
-  // Attention: (B, T, C) -> qkv (B, T, 3C) -> q, k, v (B, H, T, D)
+  // Attention: (B, T, C) -> qkv (B, T, 3C) -> q, k, v (B, H, T, D) -> y (B, T, C)
   Tensor h = ag::layernorm(x, b.ln1_w, b.ln1_b);
   Tensor qkv = ag::linear(h, b.attn_w, b.attn_b);
-  auto head = [&](int64_t i) { return ag::transpose(ag::reshape(ag::narrow(qkv, 2, i * C, C), {B, T, H, D}), 1, 2); };
-  Tensor q = head(0), k = head(1), v = head(2);
-  Tensor att = ag::scale(ag::matmul(q, k, false, true), 1.0 / std::sqrt(static_cast<double>(D)));  // (B, H, T, T)
-  att = ag::dropout(ag::softmax(att, /*causal=*/true), p, rng, training);
-  Tensor y = ag::matmul(att, v);                                       // (B, H, T, D)
-  y = ag::reshape(ag::contiguous(ag::transpose(y, 1, 2)), {B, T, C});  // (B, T, C)
+  Tensor y;
+  if (cfg_.fused_attention) {
+    // One op reading the heads in place from qkv (f16 in f16 mode: y and qkv's gradient are f16 too).
+    y = ag::attention_qkv(qkv, H, /*causal=*/true, p, rng, training);
+  } else {
+    auto head = [&](int64_t i) { return ag::transpose(ag::reshape(ag::narrow(qkv, 2, i * C, C), {B, T, H, D}), 1, 2); };
+    Tensor q = head(0), k = head(1), v = head(2);
+    Tensor att = ag::scale(ag::matmul(q, k, false, true), 1.0 / std::sqrt(static_cast<double>(D)));  // (B, H, T, T)
+    att = ag::dropout(ag::softmax(att, /*causal=*/true), p, rng, training);
+    y = ag::matmul(att, v);                                              // (B, H, T, D)
+    y = ag::reshape(ag::contiguous(ag::transpose(y, 1, 2)), {B, T, C});  // (B, T, C)
+  }
   Tensor x1 = ag::add(x, ag::dropout(ag::linear(y, b.proj_w, b.proj_b), p, rng, training));
   // MLP: (B, T, C) -> (B, T, 4C) -> (B, T, C)
   Tensor m = ag::gelu(ag::linear(ag::layernorm(x1, b.ln2_w, b.ln2_b), b.fc_w, b.fc_b));
@@ -95,12 +108,15 @@ Tensor GPT::forward(const Tensor& idx, bool training, Rng& rng) const {
   const int64_t T = idx.size(1);
   ALPHA_CHECK(T >= 1 && T <= cfg_.block_size, ShapeError, "[gpt] sequence length {} exceeds block_size {}", T,
               cfg_.block_size);
-  Tensor tok = ag::embedding(wte_, idx);                                 // (B, T, C)
-  Tensor pos = ag::narrow(wpe_, 0, 0, T);                                // (T, C), broadcast over B
+  // f16 mode: f16 copies of the weights (one cast of wte serves both of its uses).
+  auto w = [&](const Tensor& t) { return cfg_.f16 && t.defined() ? ag::cast(t, DType::f16) : t; };
+  const Tensor wte = w(wte_);
+  Tensor tok = ag::embedding(wte, idx);                                  // (B, T, C)
+  Tensor pos = ag::narrow(w(wpe_), 0, 0, T);                             // (T, C), broadcast over B
   Tensor x = ag::dropout(ag::add(tok, pos), cfg_.dropout, rng, training);
   for (const Block& b : blocks_) x = block_forward(b, x, training, rng);
-  x = ag::layernorm(x, lnf_w_, lnf_b_);
-  return ag::linear(x, wte_, Tensor());  // tied LM head: (B, T, C) @ (V, C)^T -> (B, T, V)
+  x = ag::layernorm(x, w(lnf_w_), w(lnf_b_));
+  return ag::linear(x, wte, Tensor());  // tied LM head: (B, T, C) @ (V, C)^T -> (B, T, V)
 }
 
 KVCache GPT::make_cache(int64_t B) const {
@@ -123,9 +139,14 @@ Tensor GPT::block_forward_cached(const Block& b, const Tensor& x, Tensor& k_cach
   k_cache.narrow(2, start, Tn).copy_from(head(1));
   v_cache.narrow(2, start, Tn).copy_from(head(2));
   Tensor k = k_cache.narrow(2, 0, Tk), v = v_cache.narrow(2, 0, Tk);  // (B, H, Tk, D)
-  Tensor att = ag::scale(ag::matmul(head(0), k, false, true), 1.0 / std::sqrt(static_cast<double>(D)));  // (B, H, Tn, Tk)
-  att = ag::softmax(att, /*causal=*/true);  // row i sees keys j <= i + start
-  Tensor y = ag::matmul(att, v);                                        // (B, H, Tn, D)
+  Tensor y;  // (B, H, Tn, D); row i sees keys j <= i + start
+  if (cfg_.fused_attention) {
+    Rng unused;  // no dropout at inference
+    y = ag::attention(head(0), k, v, /*causal=*/true, 0.0, unused, /*training=*/false);
+  } else {
+    Tensor att = ag::scale(ag::matmul(head(0), k, false, true), 1.0 / std::sqrt(static_cast<double>(D)));  // (B, H, Tn, Tk)
+    y = ag::matmul(ag::softmax(att, /*causal=*/true), v);
+  }
   y = ag::reshape(ag::contiguous(ag::transpose(y, 1, 2)), {B, Tn, C});  // (B, Tn, C)
   Tensor x1 = ag::add(x, ag::linear(y, b.proj_w, b.proj_b));
   Tensor m = ag::gelu(ag::linear(ag::layernorm(x1, b.ln2_w, b.ln2_b), b.fc_w, b.fc_b));

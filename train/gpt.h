@@ -26,6 +26,12 @@ struct GPTConfig {
   int64_t n_layer = 6, n_head = 6, n_embd = 384, block_size = 256, vocab_size = 65;
   double dropout = 0.0;
   bool bias = false;
+  // Attention as one fused op (ag::attention) or the reference composition of matmul/softmax/dropout ops
+  // (config model.attention = "fused" | "unfused"). Same math and dropout masks; fused never stores (B, H, T, T).
+  bool fused_attention = true;
+  // f16 storage (config model.precision = "f16"): forward() casts the f32 master weights to f16 (the casts'
+  // backward hands f32 gradients to them), activations are f16, the loss f32. forward_cached stays f32.
+  bool f16 = false;
 };
 
 class GPT {

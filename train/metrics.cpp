@@ -92,8 +92,17 @@ BackendCounters backend_counters_now() {
   BackendCounters c;
   c.cpu_ops = dispatch_stats().cpu_ops;
   c.gpu_ops = dispatch_stats().gpu_ops;
-  if (const Backend* be = active_backend())
+  if (const Backend* be = active_backend()) {
     for (const auto& [name, ns] : be->kernel_gpu_ns()) c.gpu_ms[name] = ns / 1e6;
+    const QueueCounters q = be->queue_counters();
+    c.queue_flushes = q.submissions;
+    c.dispatches = q.dispatches;
+    c.syncs = q.syncs;
+    c.host_reads = q.host_reads;
+    c.bytes_up = q.bytes_up;
+    c.bytes_down = q.bytes_down;
+    c.gpu_wait_ms = static_cast<double>(q.wait_ns) / 1e6;
+  }
   return c;
 }
 
@@ -105,6 +114,7 @@ BackendCounters operator-(const BackendCounters& a, const BackendCounters& b) {
   d.queue_flushes = sub(a.queue_flushes, b.queue_flushes);
   d.dispatches = sub(a.dispatches, b.dispatches);
   d.syncs = sub(a.syncs, b.syncs);
+  d.host_reads = sub(a.host_reads, b.host_reads);
   d.bytes_up = sub(a.bytes_up, b.bytes_up);
   d.bytes_down = sub(a.bytes_down, b.bytes_down);
   d.gpu_wait_ms = a.gpu_wait_ms < 0 || b.gpu_wait_ms < 0 ? -1 : a.gpu_wait_ms - b.gpu_wait_ms;
@@ -125,6 +135,7 @@ nlohmann::json backend_view_fields(const BackendCounters& d) {
   opt("queue_flushes", d.queue_flushes);
   opt("dispatches", d.dispatches);
   opt("syncs", d.syncs);
+  opt("host_reads", d.host_reads);
   opt("bytes_up", d.bytes_up);
   opt("bytes_down", d.bytes_down);
   if (d.gpu_wait_ms >= 0) b["gpu_wait_ms"] = d.gpu_wait_ms;

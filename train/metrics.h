@@ -54,6 +54,7 @@ struct BackendCounters {
   int64_t queue_flushes = -1;           // Vulkan LazyQueue submissions
   int64_t dispatches = -1;              // GPU kernel dispatches
   int64_t syncs = -1;                   // host waits for the GPU
+  int64_t host_reads = -1;              // GPU -> host read-backs (each waits for the GPU)
   int64_t bytes_up = -1, bytes_down = -1;  // host->GPU and GPU->host bytes
   double gpu_wait_ms = -1;              // host time blocked on the GPU
   std::map<std::string, double> gpu_ms;  // GPU time per kernel class (timestamp queries, metrics.profile)

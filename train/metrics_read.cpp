@@ -78,6 +78,13 @@ const std::vector<Field>* fields_of(std::string_view type) {
   static const std::vector<Field> end = {{"step", Kind::Int, kReq},        {"elapsed_s", Kind::Number, kReq},
                                          {"train_loss", Kind::Number, kOpt}, {"val_loss", Kind::Number, kOpt},
                                          {"status", Kind::String, kOpt},   {"http", Kind::Object, kOpt}};
+  // The numerics guard (train/guard.h): a bad step, a loss spike, a rollback or a stop.
+  static const std::vector<Field> guard = {
+      {"step", Kind::Int, kReq},       {"event", Kind::String, kReq},    {"action", Kind::String, kReq},
+      {"bad_in_row", Kind::Int, kReq}, {"bad_steps", Kind::Int, kReq},   {"skipped", Kind::Int, kReq},
+      {"rollbacks", Kind::Int, kReq},  {"spikes", Kind::Int, kReq},      {"lr_scale", Kind::Number, kReq},
+      {"loss", Kind::Number, kOpt},    {"grad_norm", Kind::Number, kOpt}, {"zscore", Kind::Number, kOpt},
+      {"origin", Kind::String, kOpt},  {"to_step", Kind::Int, kOpt}};
   if (type == "run") return &run;
   if (type == "step") return &step;
   if (type == "eval") return &eval;
@@ -87,6 +94,7 @@ const std::vector<Field>* fields_of(std::string_view type) {
   if (type == "interrupted") return &interrupted;
   if (type == "warning" || type == "error") return &message;
   if (type == "end") return &end;
+  if (type == "guard") return &guard;
   return nullptr;
 }
 
@@ -107,6 +115,7 @@ std::string check_backend(const nlohmann::json& b) {
   static const std::vector<Field> fields = {{"cpu_ops", Kind::Int, kReq},       {"gpu_ops", Kind::Int, kReq},
                                             {"gpu_op_fraction", Kind::Number, kReq}, {"queue_flushes", Kind::Int, kOpt},
                                             {"dispatches", Kind::Int, kOpt},    {"syncs", Kind::Int, kOpt},
+                                            {"host_reads", Kind::Int, kOpt},
                                             {"bytes_up", Kind::Int, kOpt},      {"bytes_down", Kind::Int, kOpt},
                                             {"gpu_wait_ms", Kind::Number, kOpt}, {"gpu_ms", Kind::Object, kOpt}};
   std::string e = check_fields(b, fields, "step record's backend");

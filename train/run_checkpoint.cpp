@@ -1,6 +1,7 @@
 #include "train/run_checkpoint.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -40,6 +41,29 @@ int64_t step_of(const std::string& name) {
   const std::string d = name.substr(5, name.size() - 10);
   if (d.empty() || d.size() > 18 || d.find_first_not_of("0123456789") != std::string::npos) return -1;
   return std::stoll(d);
+}
+
+// The header's model shape is what `alpha sample`, `eval` and `export` allocate before copying the weights in: it
+// must be in the config's ranges, and the file must hold that many parameter values, so a hostile header can never
+// make a small file allocate a huge model.
+void check_model_header(const RunCheckpoint& ck, bool header_only) {
+  const GPTConfig& g = ck.model;
+  const bool in_range = g.n_layer >= 1 && g.n_layer <= 1000 && g.n_head >= 1 && g.n_head <= 1024 && g.n_embd >= 1 &&
+                        g.n_embd <= 65536 && g.n_embd % g.n_head == 0 && g.block_size >= 1 &&
+                        g.block_size <= (int64_t{1} << 20) && g.vocab_size >= 1 && g.vocab_size <= (int64_t{1} << 24) &&
+                        std::isfinite(g.dropout) && g.dropout >= 0 && g.dropout < 1;
+  ALPHA_CHECK(in_range, CheckpointError,
+              "[checkpoint] \"{}\": header model (n_layer {}, n_head {}, n_embd {}, block_size {}, vocab_size {}, "
+              "dropout {}) is out of range", ck.path, g.n_layer, g.n_head, g.n_embd, g.block_size, g.vocab_size, g.dropout);
+  if (header_only) return;
+  double held = 0;
+  for (const auto& nt : ck.file.tensors)
+    if (nt.first.rfind(kParam, 0) == 0) held += static_cast<double>(nt.second.numel());
+  const double C = static_cast<double>(g.n_embd);
+  const double need = static_cast<double>(g.vocab_size + g.block_size) * C + static_cast<double>(g.n_layer) * 12.0 * C * C;
+  ALPHA_CHECK(held >= need, CheckpointError,
+              "[checkpoint] \"{}\" holds {} parameter values, fewer than the {:.0f} its header's model needs", ck.path,
+              held, need);
 }
 
 }  // namespace
@@ -85,6 +109,9 @@ std::string save_run_checkpoint(const Config& cfg, const Tokenizer& tok, const G
       {"optimizer", {{"type", "adamw"}, {"beta1", ao.beta1}, {"beta2", ao.beta2}, {"eps", ao.eps},
                      {"weight_decay", ao.weight_decay}, {"step_count", opt.step_count()}}},
       {"eval", {{"step", st.eval_step}, {"train_loss", num_or_null(st.train_loss)}, {"val_loss", num_or_null(st.val_loss)}}},
+      {"guard", guard_state_json(st.guard)},
+      {"loss_scale", {{"scale", st.loss_scale.scale}, {"good_steps", st.loss_scale.good_steps},
+                      {"skipped", st.loss_scale.skipped}}},
   };
   fs::create_directories(cfg.out_dir);
   // Temp files of saves that were killed midway: never valid checkpoints, so they go before the next one.
@@ -130,7 +157,16 @@ RunCheckpoint load_run_checkpoint(const std::string& path, bool header_only) {
     s.train_loss = num_from(m.at("eval").at("train_loss"));
     s.val_loss = num_from(m.at("eval").at("val_loss"));
     ck.optimizer_step = m.at("optimizer").at("step_count").get<int64_t>();
+    if (m.contains("guard")) s.guard = guard_state_from_json(m.at("guard"));  // absent before issue 9
+    if (m.contains("loss_scale")) {  // absent before f16 mode: the defaults
+      const auto& ls = m.at("loss_scale");
+      s.loss_scale = {ls.at("scale").get<double>(), ls.at("good_steps").get<int64_t>(), ls.at("skipped").get<int64_t>()};
+      ALPHA_CHECK(std::isfinite(s.loss_scale.scale) && s.loss_scale.scale > 0 && s.loss_scale.good_steps >= 0 &&
+                      s.loss_scale.skipped >= 0,
+                  CheckpointError, "[checkpoint] \"{}\": bad loss_scale {}", path, ls.dump());
+    }
     ALPHA_CHECK(s.step >= 0 && ck.optimizer_step >= 0, CheckpointError, "[checkpoint] \"{}\": negative step", path);
+    check_model_header(ck, header_only);
   } catch (const nlohmann::json::exception& e) {
     throw CheckpointError(fmt::format("[checkpoint] \"{}\": bad header field: {}", path, e.what()));
   }

@@ -9,9 +9,11 @@
 #include "core/rng.h"
 #include "optim/adamw.h"
 #include "optim/schedule.h"
+#include "optim/loss_scale.h"
 #include "train/checkpoint.h"
 #include "train/config.h"
 #include "train/gpt.h"
+#include "train/guard.h"
 #include "train/tokenizer.h"
 
 namespace alpha {
@@ -22,6 +24,8 @@ struct TrainState {
   int64_t eval_step = 0;     // step of the last evaluation (0 = none yet)
   double train_loss = NAN, val_loss = NAN;  // that evaluation's losses
   RngState init, data, dropout, eval, sample;  // data doubles as the data-loader cursor (random sampling)
+  GuardState guard;  // numerics guard counters (train/guard.h); older checkpoints without them load as zeros
+  LossScaleState loss_scale;  // f16 mode's dynamic loss scale (optim/loss_scale.h); defaults when absent
 };
 
 struct RunCheckpoint {

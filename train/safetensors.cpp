@@ -1,4 +1,5 @@
 #include "train/safetensors.h"
+#include "train/json_limits.h"
 
 #include <algorithm>
 #include <cstring>
@@ -102,6 +103,8 @@ NamedTensors read_safetensors(const std::string& path, nlohmann::json* metadata)
               path, n, size);
   std::string h(n, '\0');
   f.read(h.data(), static_cast<std::streamsize>(n));
+  ALPHA_CHECK(json_nesting_depth(h) <= kMaxJsonDepth, CheckpointError,
+              "[safetensors] \"{}\": JSON header nested deeper than {} levels", path, kMaxJsonDepth);
   nlohmann::json header;
   try {
     header = nlohmann::json::parse(h);
@@ -156,7 +159,10 @@ void load_safetensors_into(GPT& model, const std::string& path, const Tokenizer&
   if (meta.is_object() && meta.contains("alpha.tokenizer")) {
     nlohmann::json tj;
     try {
-      tj = nlohmann::json::parse(meta["alpha.tokenizer"].get<std::string>());
+      const std::string text = meta["alpha.tokenizer"].get<std::string>();
+      ALPHA_CHECK(json_nesting_depth(text) <= kMaxJsonDepth, CheckpointError,
+                  "[safetensors] \"{}\": alpha.tokenizer metadata nested deeper than {} levels", path, kMaxJsonDepth);
+      tj = nlohmann::json::parse(text);
     } catch (const nlohmann::json::exception& e) {
       throw CheckpointError(fmt::format("[safetensors] \"{}\": bad alpha.tokenizer metadata: {}", path, e.what()));
     }

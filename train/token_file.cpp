@@ -98,6 +98,7 @@ std::shared_ptr<TokenFile> TokenFile::open(const std::string& path, int64_t voca
     const auto version = get<int32_t>(p + 4);
     ALPHA_CHECK(version == 1, DataError, "[data] \"{}\": unsupported llm.c shard version {} (expected 1)", path, version);
     declared = get<int32_t>(p + 8);
+    ALPHA_CHECK(declared >= 0, DataError, "[data] \"{}\": llm.c header token count {} is negative", path, declared);
     tf->elem_ = 2;
     header = kLlmcHeaderBytes;
   } else {

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "train/json_limits.h"
 #include "train/tokenizer.h"
 #include "train/tokenizer_detail.h"
 #include "train/unicode.h"
@@ -80,6 +81,8 @@ Gpt2Tokenizer Gpt2Tokenizer::load(const std::string& dir) {
 
 Gpt2Tokenizer Gpt2Tokenizer::load_files(const std::string& encoder_json_path, const std::string& vocab_bpe_path) {
   const std::string enc_text = read_file(encoder_json_path, "encoder.json");
+  ALPHA_CHECK(json_nesting_depth(enc_text) <= kMaxJsonDepth, ValueError,
+              "[tokenizer] GPT-2 encoder.json \"{}\" is nested deeper than {} levels", encoder_json_path, kMaxJsonDepth);
   nlohmann::json enc;
   try {
     enc = nlohmann::json::parse(enc_text);

@@ -5,23 +5,28 @@
 #include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 
 #include <fmt/format.h>
 
 #include "autograd/ops.h"
+#include "autograd/check.h"
 #include "autograd/tape.h"
 #include "optim/adamw.h"
 #include "optim/clip.h"
+#include "optim/loss_scale.h"
 #include "optim/schedule.h"
 #include "train/data.h"
 #include "train/device.h"
 #include "train/gpt.h"
+#include "train/guard.h"
 #include "train/http_sink.h"
 #include "train/metrics.h"
 #include "train/progress.h"
 #include "train/run_checkpoint.h"
 #include "train/safetensors.h"
 #include "train/sample.h"
+#include "vk/adamw.h"
 
 namespace alpha {
 
@@ -106,8 +111,12 @@ TrainResult run_training(const Config& cfg, const TrainOptions& opt) {
   const auto t0 = Clock::now();
   Progress progress(cfg.train.max_steps, opt.quiet);
 
-  DeviceScope device(cfg.device, cfg.dispatch.threshold, cfg.dispatch.matmul_threshold, cfg.metrics.profile);
+  DeviceScope device(cfg.device, cfg.dispatch.threshold, cfg.dispatch.matmul_threshold, cfg.metrics.profile,
+                     cfg.dispatch.profile);
   progress.message("device: " + device.description());
+  ALPHA_CHECK(cfg.optim.device != "gpu" || dynamic_cast<vk::VulkanBackend*>(device.backend()) != nullptr, ConfigError,
+              "[config] \"optim.device\" is \"gpu\" but the run's device is {}: use a GPU device or optim.device cpu",
+              device.description());
   if (cfg.metrics.profile && !device.profiling())
     progress.message("metrics.profile: no GPU timestamps on this device, gpu_ms stays absent");
   const TokenizerOptions tok_opt{cfg.data.vocab_size, cfg.data.tokenizer_path};
@@ -119,6 +128,7 @@ TrainResult run_training(const Config& cfg, const TrainOptions& opt) {
   const int64_t V = cfg.model.vocab_size > 0 ? cfg.model.vocab_size : data.tokenizer().vocab_size();
   ALPHA_CHECK(V >= data.tokenizer().vocab_size(), DataError, "[data] model.vocab_size {} is smaller than the {}-token vocabulary",
               V, data.tokenizer().vocab_size());
+  check_host_memory(cfg, V);  // before the model exists: an oversized run exits 2 instead of being killed
 
   // A resume target must exist before anything is written to out_dir: never a silent fresh start.
   const std::string resume_path = opt.resume.empty() ? "" : find_resume_checkpoint(cfg.out_dir, opt.resume);
@@ -146,13 +156,25 @@ TrainResult run_training(const Config& cfg, const TrainOptions& opt) {
       sample_rng(cfg.seed + 4);
   GPTConfig mc{cfg.model.n_layer, cfg.model.n_head, cfg.model.n_embd, cfg.model.block_size, V, cfg.model.dropout,
                cfg.model.bias};
+  mc.fused_attention = cfg.model.attention == "fused";
+  mc.f16 = cfg.model.precision == "f16";
   GPT model(mc, init_rng);
   progress.message(fmt::format("model: {} layers, {} heads, {} wide, vocab {}: {:.2f}M parameters", mc.n_layer,
                                mc.n_head, mc.n_embd, V, static_cast<double>(model.num_parameters()) / 1e6));
   progress.message(fmt::format("data: {} train / {} val tokens from {}", data.split_size(false),
                                data.split_size(true), cfg.data.path));
 
-  AdamW optimizer(model.parameters(), AdamWOptions{cfg.optim.beta1, cfg.optim.beta2, cfg.optim.eps, cfg.optim.weight_decay});
+  // optim.device: the CPU AdamW (the reference) or vk::GpuAdamW (same state, kept on the GPU).
+  const AdamWOptions adamw_opts{cfg.optim.beta1, cfg.optim.beta2, cfg.optim.eps, cfg.optim.weight_decay};
+  std::unique_ptr<AdamW> optimizer_owner =
+      cfg.optim.device == "gpu"
+          ? std::make_unique<vk::GpuAdamW>(*dynamic_cast<vk::VulkanBackend*>(device.backend()), model.parameters(),
+                                           adamw_opts)
+          : std::make_unique<AdamW>(model.parameters(), adamw_opts);
+  AdamW& optimizer = *optimizer_owner;
+  auto* gpu_optimizer = dynamic_cast<vk::GpuAdamW*>(&optimizer);
+  // f16 mode: dynamic loss scaling (optim/loss_scale.h); its state rides in checkpoints (TrainState).
+  std::unique_ptr<LossScaler> scaler = mc.f16 ? std::make_unique<LossScaler>() : nullptr;
   const ScheduleOptions sched = schedule_from_config(cfg);
 
   TrainResult result;
@@ -188,7 +210,13 @@ TrainResult run_training(const Config& cfg, const TrainOptions& opt) {
     }
     metrics.write("run", run_fields);
   }
+  // Numerics guard (train/guard.h, docs/reliability.md): counters come back with a resumed run.
+  NumericsGuard guard(cfg.guard, st.guard);
+  GuardFaults faults = GuardFaults::from_env();  // test hook: ALPHA_GUARD_INJECT
+  if (scaler && !resume_path.empty()) scaler->set_state(st.loss_scale);
   auto save = [&]() {
+    if (scaler) st.loss_scale = scaler->state();
+    st.guard = guard.state();
     st.init = init_rng.state();
     st.data = data_rng.state();
     st.dropout = dropout_rng.state();
@@ -196,6 +224,27 @@ TrainResult run_training(const Config& cfg, const TrainOptions& opt) {
     st.sample = sample_rng.state();
     result.checkpoint = save_run_checkpoint(cfg, data.tokenizer(), model, optimizer, st);
     metrics.write("checkpoint", {{"step", st.step}, {"path", result.checkpoint}});
+  };
+  // Re-runs a bad step's forward and backward from its starting data/dropout streams in check mode
+  // (autograd/check.h) to name the first op that produced a non-finite value. The streams are copies.
+  auto find_origin = [&](Rng d, Rng dr) -> std::string {
+    ag::CheckFinite check;
+    for (int64_t micro = 0; micro < cfg.train.grad_accum && !check.first(); ++micro) {
+      auto [x, y] = data.batch(false, cfg.train.batch_size, cfg.model.block_size, d);
+      Tensor loss = model.loss(x, y, /*training=*/true, dr);
+      ag::backward(loss, 1.0 / static_cast<double>(cfg.train.grad_accum));
+    }
+    optimizer.zero_grad();
+    return check.first() ? check.first()->str() : "none on a re-run of the step (a transient fault)";
+  };
+  // Rollback: model, AdamW and step from the last checkpoint; the data and dropout streams go on from where
+  // they are, so the batches since that checkpoint (the offending one included) are skipped. Returns its step.
+  auto rollback = [&]() -> int64_t {
+    const RunCheckpoint ck = load_run_checkpoint(result.checkpoint);
+    restore_run(ck, model, &optimizer);
+    st = ck.state;
+    for (auto [rng, s] : {std::pair{&init_rng, st.init}, {&eval_rng, st.eval}, {&sample_rng, st.sample}}) rng->set_state(s);
+    return st.step;
   };
   StopSignalScope signals;
 
@@ -205,17 +254,82 @@ TrainResult run_training(const Config& cfg, const TrainOptions& opt) {
   BackendCounters backend_prev = backend_counters_now();
   for (int64_t step = st.step; step < cfg.train.max_steps; ++step) {
     const auto ts = Clock::now();
-    const double lr = lr_at(sched, step);
+    const double lr = lr_at(sched, step) * guard.lr_scale();  // lowered by rollbacks (guard.rollback_lr_factor)
+    faults.begin_step(step + 1);
+    const Rng data_before = data_rng, dropout_before = dropout_rng;  // for find_origin
+    GuardVerdict verdict;
     double loss_sum = 0;
     for (int64_t micro = 0; micro < cfg.train.grad_accum; ++micro) {
       auto [x, y] = data.batch(false, cfg.train.batch_size, cfg.model.block_size, data_rng);
       Tensor loss = model.loss(x, y, /*training=*/true, dropout_rng);
-      loss_sum += loss.item();
-      ag::backward(cfg.train.grad_accum > 1 ? ag::scale(loss, 1.0 / static_cast<double>(cfg.train.grad_accum)) : loss);
+      if (gpu_optimizer) gpu_optimizer->add_loss(loss, micro == 0);  // summed on the GPU, read once below
+      else loss_sum += loss.item();
+      // The seed 1/grad_accum gives the grads of scale(loss, 1/grad_accum) without reading a GPU loss back.
+      // f16: times the loss scale, so small f16 gradients stay representable.
+      ag::backward(loss, (scaler ? scaler->scale() : 1.0) / static_cast<double>(cfg.train.grad_accum));
     }
-    const double grad_norm = clip_grad_norm(params, cfg.optim.grad_clip);
-    optimizer.step(lr);
+    // f16 loss scaling: non-finite grads of a finite loss are an overflow of the scale, which the scaler
+    // handles (update skipped, scale backed off): not a numerics-guard bad step. A non-finite loss still is.
+    bool overflow = false;
+    if (scaler && !gpu_optimizer) {  // GPU AdamW unscales and checks on the GPU, the same way (below)
+      const bool finite = scaler->unscale(params);
+      overflow = !finite && std::isfinite(loss_sum);
+      if (finite || overflow) scaler->update(finite);
+    }
+    double grad_norm = 0;
+    bool gpu_vetoed = false;  // GPU AdamW skipped the update itself (non-finite grad norm or loss)
+    if (overflow) {
+      optimizer.zero_grad();  // skipped update; grad_norm reads 0 in the step record
+    } else if (gpu_optimizer) {
+      gpu_optimizer->clip_and_step(lr, cfg.optim.grad_clip, scaler ? 1.0 / scaler->scale() : 1.0);
+      const vk::GpuAdamW::Stats s = gpu_optimizer->read_stats();  // the step's one host read: loss + grad norm
+      loss_sum = s.loss;
+      grad_norm = s.grad_norm;
+      gpu_vetoed = s.skipped;
+      if (scaler) {  // the CPU branch's scaler logic, on the GPU's finite check of the unscaled grads
+        const bool finite = std::isfinite(grad_norm);
+        overflow = !finite && std::isfinite(loss_sum);
+        if (finite || overflow) scaler->update(finite);
+        if (overflow) grad_norm = 0;
+      }
+    } else {
+      grad_norm = clip_grad_norm(params, cfg.optim.grad_clip);
+      // A non-finite loss or grad norm (or a spike with spike_action skip) vetoes the update.
+      verdict = guard.check_update(step + 1, loss_sum / static_cast<double>(cfg.train.grad_accum), grad_norm,
+                                   !result.checkpoint.empty());
+      if (!verdict.bad()) {
+        optimizer.step(lr);
+        faults.poison_params(step + 1, params);  // test hook: a "bad update"
+        GuardVerdict pv = guard.check_params(step + 1, model.named_parameters(), !result.checkpoint.empty());
+        if (pv.bad()) verdict = pv;
+      }
+    }
     optimizer.zero_grad();
+    // GPU AdamW vetoed a non-finite step on the GPU (so skip works); a finite one is applied: a spike only warns.
+    if (gpu_optimizer && !overflow)
+      verdict = guard.check_update(step + 1, loss_sum / static_cast<double>(cfg.train.grad_accum), grad_norm,
+                                   !result.checkpoint.empty(), /*vetoable=*/gpu_vetoed);
+    if (verdict.action != GuardAction::apply) {
+      if (verdict.diagnose) verdict.detail = find_origin(data_before, dropout_before);
+      if (verdict.action == GuardAction::rollback) guard.on_rollback(step + 1);
+      nlohmann::json rec = guard.record(verdict);
+      if (verdict.action == GuardAction::rollback) rec["to_step"] = rollback();
+      metrics.write("guard", rec);
+      progress.message(guard.message(verdict));
+    }
+    faults.end_step();
+    if (verdict.action == GuardAction::rollback) {
+      step = st.step - 1;  // the loop's ++step continues right after the checkpoint
+      continue;
+    }
+    if (verdict.action == GuardAction::stop) {
+      result.numerics_stop = true;
+      result.steps = st.step;
+      metrics.write("end", {{"step", st.step}, {"train_loss", result.train_loss}, {"val_loss", result.val_loss},
+                            {"elapsed_s", seconds_since(t0)}, {"status", "numerics_stop"}});
+      break;
+    }
+    if (!verdict.bad() && !overflow) guard.commit_good(step + 1, loss_sum / static_cast<double>(cfg.train.grad_accum));
 
     const int64_t done = step + 1;
     st.step = done;
@@ -228,13 +342,16 @@ TrainResult run_training(const Config& cfg, const TrainOptions& opt) {
                             {"tokens_per_sec", tps}, {"step_ms", step_s * 1e3}, {"elapsed_s", elapsed},
                             {"tokens_seen", st.tokens_seen}, {"flops_per_step", flops_per_step}};
       if (cfg.metrics.peak_tflops > 0) rec["mfu"] = flops_per_step / step_s / (cfg.metrics.peak_tflops * 1e12);
+      if (scaler) {  // f16 mode: the scale after this step and the overflow-skipped updates so far
+        rec["loss_scale"] = scaler->scale();
+        rec["loss_scale_skips"] = scaler->state().skipped;
+      }
       const BackendCounters now = backend_counters_now();
       rec.update(backend_view_fields(now - backend_prev));  // ops per device, flushes, bytes since last record
       backend_prev = now;
       metrics.write("step", rec);
     }
     progress.step(done, loss_v, lr, tps, elapsed);
-    ALPHA_CHECK(std::isfinite(loss_v), Error, "[train] loss is {} at step {}: stopping", loss_v, done);
 
     const bool eval_due = done % cfg.train.eval_interval == 0;
     if (eval_due || done == cfg.train.max_steps) {
@@ -253,7 +370,8 @@ TrainResult run_training(const Config& cfg, const TrainOptions& opt) {
     result.steps = done;
     if (opt.after_step) opt.after_step(done);
     const bool stop = g_stop_signal != 0;
-    if (done % cfg.checkpoint.interval == 0 || done == cfg.train.max_steps || stop) save();
+    // No interval checkpoint right after a skipped update: the streak may not be over.
+    if ((done % cfg.checkpoint.interval == 0 && !verdict.bad()) || done == cfg.train.max_steps || stop) save();
     if (stop) {
       result.interrupted = true;
       metrics.write("interrupted", {{"step", done}, {"signal", static_cast<int>(g_stop_signal)},
@@ -263,7 +381,7 @@ TrainResult run_training(const Config& cfg, const TrainOptions& opt) {
   }
   progress.finish();
   result.seconds = seconds_since(t0);
-  if (result.interrupted) return result;
+  if (result.interrupted || result.numerics_stop) return result;
 
   if (cfg.train.sample_tokens > 0) {
     SampleOptions so;

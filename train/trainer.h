@@ -23,6 +23,7 @@ struct TrainResult {
   double seconds = 0;
   std::string sample;
   bool interrupted = false;  // stopped by SIGINT/SIGTERM after saving `checkpoint`
+  bool numerics_stop = false;  // stopped by the numerics guard (train/guard.h); `checkpoint` is the last good one
   std::string checkpoint;    // the last checkpoint written ("" if none)
 };
 

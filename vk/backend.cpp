@@ -20,6 +20,19 @@ void VulkanBackend::configure_thresholds(int64_t elements, int64_t matmul_flops)
               elements, matmul_flops);
   for (size_t i = 0; i < thresholds_.size(); ++i)
     thresholds_[i] = static_cast<OpClass>(i) == OpClass::matmul ? matmul_flops : elements;
+  apply_threshold_env();
+}
+
+void VulkanBackend::configure_class_thresholds(const std::map<OpClass, int64_t>& per_class) {
+  for (const auto& [cls, work] : per_class) {
+    ALPHA_CHECK(work >= 0 && static_cast<size_t>(cls) < thresholds_.size(), ValueError,
+                "[vk] bad threshold {} for op class {}", work, op_class_name(cls));
+    thresholds_[static_cast<size_t>(cls)] = work;
+  }
+  apply_threshold_env();
+}
+
+void VulkanBackend::apply_threshold_env() {
   if (const char* e = std::getenv("ALPHA_GPU_MIN_WORK"); e && *e) {
     char* end = nullptr;
     const long long v = std::strtoll(e, &end, 10);
@@ -46,22 +59,22 @@ bool VulkanBackend::wants(OpClass cls, int64_t work) const { return work >= thre
 
 QueueCounters VulkanBackend::queue_counters() const {
   const LazyQueue::Stats& s = rt_->queue().stats();
-  return {s.submissions, s.dispatches, s.barriers, s.syncs, s.bytes_up, s.bytes_down, s.wait_ns};
+  return {s.submissions, s.dispatches, s.barriers, s.syncs, s.bytes_up, s.bytes_down, s.wait_ns, s.host_reads};
 }
 
 void VulkanBackend::record_sum(const std::shared_ptr<GpuBuffer>& in, const std::shared_ptr<GpuBuffer>& out,
-                               uint32_t outer, uint32_t n, uint32_t inner, float scale) {
+                               uint32_t outer, uint32_t n, uint32_t inner, float scale, bool in_f16) {
   const double work = double(outer) * n * inner;
   if (inner == 1) {
     const pc::SumPC pc{outer, n, inner, scale, n};
-    rt_->run("sum_rows_f32", {128}, {{in, false}, {out, true}}, pc, Runtime::grid(outer), work);
+    rt_->run(in_f16 ? "sum_rows_f16in" : "sum_rows_f32", {128}, {{in, false}, {out, true}}, pc, Runtime::grid(outer), work);
     return;
   }
   // Long columns: partial sums over chunks of kSumChunk, then the same sum over the chunks (fixed order).
   const uint32_t chunks = (n + kSumChunk - 1) / kSumChunk;
   const auto part = chunks > 1 ? rt_->scratch(uint64_t(outer) * chunks * inner * 4) : out;
   const pc::SumPC pc{outer, n, inner, chunks > 1 ? 1.0f : scale, chunks > 1 ? kSumChunk : std::max(n, 1u)};
-  rt_->run("sum_cols_f32", {256}, {{in, false}, {part, true}}, pc,
+  rt_->run(in_f16 ? "sum_cols_f16in" : "sum_cols_f32", {256}, {{in, false}, {part, true}}, pc,
            Runtime::grid_for(uint64_t(outer) * chunks * inner, 256), work);
   if (chunks > 1) record_sum(part, out, outer, chunks, inner, scale);
 }

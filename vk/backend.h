@@ -16,6 +16,11 @@
 
 namespace alpha::vk {
 
+// Matmul kernel policy (vk/matmul.cpp): automatic = coopmat for f16 operands where the device has it, SIMT
+// otherwise; simt / coopmat force one (coopmat falls back to SIMT on devices without it). ALPHA_VK_MATMUL.
+enum class MatmulMode { automatic, simt, coopmat };
+MatmulMode matmul_mode_from_env();
+
 class VulkanBackend : public Backend {
  public:
   explicit VulkanBackend(RuntimeOptions opts = {});
@@ -31,8 +36,17 @@ class VulkanBackend : public Backend {
   // The config's thresholds (dispatch.threshold / dispatch.matmul_threshold) for every class; the environment
   // (ALPHA_GPU_MIN_WORK, ALPHA_VK_CPU_OPS) still wins, as in the constructor.
   void configure_thresholds(int64_t elements, int64_t matmul_flops);
+  // Per-class thresholds (a calibration profile, train/calibrate.h) over the current ones, then the environment.
+  void configure_class_thresholds(const std::map<OpClass, int64_t>& per_class);
   int64_t threshold(OpClass cls) const { return thresholds_[static_cast<size_t>(cls)]; }
+  int class_count() const { return static_cast<int>(thresholds_.size()); }  // OpClass values 0 .. class_count()-1
   Runtime& runtime() { return *rt_; }
+  void set_matmul_mode(MatmulMode m) { matmul_mode_ = m; }
+  // The kernel variant a (batches x) M x N product of `dtype` operands runs with (tests, bench).
+  std::string matmul_kernel(DType dtype, int64_t M, int64_t N, int64_t K, int64_t batches) const;
+  // K slices for split-K (1 = none): enough 128 x 128 workgroups to fill the GPU, slices >= kMinSplitK deep.
+  int64_t matmul_splits(const std::string& kernel, int64_t M, int64_t N, int64_t K, int64_t batches) const;
+  static constexpr int64_t kTargetGroups = 256, kMinSplitK = 256;
   void sync() { rt_->queue().sync(); }
 
   Tensor add(const Tensor& a, const Tensor& b) override { return binary(0, a, b); }
@@ -56,23 +70,42 @@ class VulkanBackend : public Backend {
   Tensor cross_entropy_backward(const Tensor& logits, const Tensor& targets, const Tensor& lse, double dloss,
                                 int64_t count, int64_t ignore_index) override;
   Tensor dropout(const Tensor& x, double p, uint64_t seed, uint64_t offset) override;
+  ops::AttentionOut attention(const Tensor& q, const Tensor& k, const Tensor& v, const ops::AttentionParams& ap) override;
+  ops::AttentionGrads attention_backward(const Tensor& dout, const Tensor& q, const Tensor& k, const Tensor& v,
+                                         const Tensor& out, const Tensor& lse, const ops::AttentionParams& ap,
+                                         bool packed) override;
   Tensor copy(const Tensor& src) override;
   Tensor narrow_backward(const Tensor& g, const Shape& shape, int64_t dim, int64_t start) override;
+  Tensor cast(const Tensor& x, DType dtype) override;  // vk/cast.cpp
 
  private:
   // Contiguous `out_shape` gathered from src's view; wdim >= 0: src fills the window at wstart along wdim.
   Tensor strided_copy(const Tensor& src, const Shape& out_shape, int64_t wdim, int64_t wstart);
   Tensor binary(uint32_t op, const Tensor& a, const Tensor& b);
+  void apply_threshold_env();  // ALPHA_GPU_MIN_WORK, ALPHA_VK_CPU_OPS over thresholds_
   bool f32(const Tensor& t) const { return t.defined() && t.dtype() == DType::f32 && rt_->accepts(t); }
   bool i32(const Tensor& t) const { return t.defined() && t.dtype() == DType::i32 && rt_->accepts(t); }
+  // f16 storage (kernels compute in f32; needs the device's 16-bit storage, checked by accepts).
+  bool f16(const Tensor& t) const { return t.defined() && t.dtype() == DType::f16 && rt_->accepts(t); }
+  // A float tensor some kernel variant stores (f32 or f16); `like` (if defined) must have the same dtype.
+  bool flt(const Tensor& t, const Tensor& like = {}) const {
+    return (f32(t) || f16(t)) && (!like.defined() || like.dtype() == t.dtype());
+  }
+  // Kernel variant suffix for a float dtype: "_f16" or "_f32".
+  static std::string sfx(const Tensor& t) { return t.dtype() == DType::f16 ? "_f16" : "_f32"; }
+  // n elements of a f32 buffer converted into an f16 buffer (or back when to_f16 is false).
+  void record_cast(const std::shared_ptr<GpuBuffer>& in, const std::shared_ptr<GpuBuffer>& out, uint32_t n,
+                   bool to_f16);
   // Sum of a (outer, n, inner) contiguous buffer times scale, into out (outer * inner floats). Column sums
   // run in chunks of kSumChunk along n (bounded shader loops; more parallel), then sum the chunks.
   static constexpr uint32_t kSumChunk = 4096;
+  // in_f16: the input is f16 (the output is always f32).
   void record_sum(const std::shared_ptr<GpuBuffer>& in, const std::shared_ptr<GpuBuffer>& out, uint32_t outer,
-                  uint32_t n, uint32_t inner, float scale);
+                  uint32_t n, uint32_t inner, float scale, bool in_f16 = false);
 
   std::unique_ptr<Runtime> rt_;
   std::array<int64_t, 9> thresholds_{};
+  MatmulMode matmul_mode_ = matmul_mode_from_env();
 };
 
 }  // namespace alpha::vk

@@ -1,6 +1,6 @@
 // Strided copies on the GPU (spirv/copy.comp): contiguous() of a view (transposes, narrows, expands of a
 // buffer that lives on the GPU) and narrow's backward (the gradient placed into zeros). Views read the whole
-// storage's buffer at their offset/strides; 32-bit dtypes (f32, i32) up to 6 dims.
+// storage's buffer at their offset/strides; 32-bit dtypes (f32, i32) and f16 (16-bit words) up to 6 dims.
 #include <limits>
 
 #include "spirv/push_constants.h"
@@ -13,7 +13,7 @@ constexpr size_t kMaxDims = 6;
 }
 
 Tensor VulkanBackend::strided_copy(const Tensor& src, const Shape& out_shape, int64_t wdim, int64_t wstart) {
-  if (!src.defined() || (src.dtype() != DType::f32 && src.dtype() != DType::i32)) return {};
+  if (!src.defined() || (src.dtype() != DType::f32 && src.dtype() != DType::i32 && src.dtype() != DType::f16)) return {};
   if (out_shape.size() > kMaxDims || src.dim() != static_cast<int64_t>(out_shape.size())) return {};
   const int64_t n = shape_numel(out_shape);
   if (n == 0 || src.numel() == 0 || !rt_->accepts_storage(src)) return {};
@@ -36,7 +36,7 @@ Tensor VulkanBackend::strided_copy(const Tensor& src, const Shape& out_shape, in
   pc.wlen = wdim < 0 ? pc.size[0] : uint32_t(src.size(wdim));
   const auto bs = rt_->input_storage(src);
   Tensor out = rt_->output(out_shape, src.dtype());
-  rt_->run("copy_u32", {256}, {{bs, false}, {Runtime::buffer_of(out), true}}, pc, Runtime::grid_for(pc.n, 256),
+  rt_->run(src.dtype() == DType::f16 ? "copy_u16" : "copy_u32", {256}, {{bs, false}, {Runtime::buffer_of(out), true}}, pc, Runtime::grid_for(pc.n, 256),
            double(n));
   return out;
 }

@@ -2,7 +2,7 @@
 // an out-of-range target or an all-ignored batch is declined so the CPU kernel reports / defines it.
 // Forward: per-row lse and loss (one workgroup per row), then a deterministic sum / count into the 0-d loss.
 // lse is f64 as core/ops.h specifies (so CPU and GPU halves interoperate); the kernels compute in f32 and
-// move it through its bit pattern.
+// move it through its bit pattern. f16 logits: f16-storage variants; the loss stays f32, dlogits is f16.
 #include "spirv/push_constants.h"
 #include "vk/backend.h"
 
@@ -25,7 +25,7 @@ int64_t count_targets(const Tensor& targets, int64_t vocab, int64_t ignore_index
 }  // namespace
 
 ops::CrossEntropyOut VulkanBackend::cross_entropy(const Tensor& logits, const Tensor& targets, int64_t ignore_index) {
-  if (!f32(logits) || !i32(targets)) return {};
+  if (!flt(logits) || !i32(targets)) return {};
   const int64_t rows = logits.size(0), cols = logits.size(1);
   const int64_t count = count_targets(targets, cols, ignore_index);
   if (count <= 0 || ignore_index < INT32_MIN || ignore_index > INT32_MAX) return {};
@@ -33,7 +33,7 @@ ops::CrossEntropyOut VulkanBackend::cross_entropy(const Tensor& logits, const Te
   ops::CrossEntropyOut out{rt_->output({}), rt_->output({rows}, DType::f64), count};
   const auto row_loss = rt_->scratch(uint64_t(rows) * 4);
   const pc::CrossEntropyPC pc{uint32_t(rows), uint32_t(cols), int32_t(ignore_index), 1.0f};
-  rt_->run("cross_entropy_f32", {kWG},
+  rt_->run("cross_entropy" + sfx(logits), {kWG},
            {{bx, false}, {bt, false}, {Runtime::buffer_of(out.lse), true}, {row_loss, true}}, pc, Runtime::grid(rows),
            4.0 * double(logits.numel()));
   record_sum(row_loss, Runtime::buffer_of(out.loss), 1, uint32_t(rows), 1, static_cast<float>(1.0 / double(count)));
@@ -42,15 +42,15 @@ ops::CrossEntropyOut VulkanBackend::cross_entropy(const Tensor& logits, const Te
 
 Tensor VulkanBackend::cross_entropy_backward(const Tensor& logits, const Tensor& targets, const Tensor& lse,
                                              double dloss, int64_t count, int64_t ignore_index) {
-  if (!f32(logits) || !i32(targets) || lse.dtype() != DType::f64 || !rt_->accepts(lse) || count <= 0) return {};
+  if (!flt(logits) || !i32(targets) || lse.dtype() != DType::f64 || !rt_->accepts(lse) || count <= 0) return {};
   if (ignore_index < INT32_MIN || ignore_index > INT32_MAX) return {};
   const int64_t rows = logits.size(0), cols = logits.size(1);
   if (lse.numel() != rows || targets.numel() != rows) return {};
   const auto bx = rt_->input(logits), bt = rt_->input(targets), bl = rt_->input(lse);
-  Tensor dx = rt_->output(logits.shape());
+  Tensor dx = rt_->output(logits.shape(), logits.dtype());
   const pc::CrossEntropyPC pc{uint32_t(rows), uint32_t(cols), int32_t(ignore_index),
                               static_cast<float>(dloss / double(count))};
-  rt_->run("cross_entropy_bwd_f32", {256}, {{bx, false}, {bt, false}, {bl, false}, {Runtime::buffer_of(dx), true}},
+  rt_->run("cross_entropy_bwd" + sfx(logits), {256}, {{bx, false}, {bt, false}, {bl, false}, {Runtime::buffer_of(dx), true}},
            pc, Runtime::grid_for(uint64_t(logits.numel()), 256), 4.0 * double(logits.numel()));
   return dx;
 }

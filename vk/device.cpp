@@ -107,6 +107,7 @@ Device::Device(DeviceOptions opts) {
 Device::~Device() { release(); }
 
 void Device::release() {
+  if (abandoned_) return;  // vkDeviceWaitIdle could block forever on a hung GPU
   if (device_) {
     vkDeviceWaitIdle(device_);
     vkDestroyDevice(device_, nullptr);
@@ -200,6 +201,25 @@ void Device::pick_physical(int index, bool allow_cpu) {
   physical_ = devs[static_cast<size_t>(index_)];
 }
 
+namespace {
+// True when the driver lists the one shape the coopmat matmul kernels use: 16x16x16, f16 A/B, f32 C/D, subgroup scope.
+bool nv_coopmat_f16_shape(VkPhysicalDevice pd) {
+  if (!vkGetPhysicalDeviceCooperativeMatrixPropertiesNV) return false;
+  uint32_t n = 0;
+  if (vkGetPhysicalDeviceCooperativeMatrixPropertiesNV(pd, &n, nullptr) != VK_SUCCESS) return false;
+  VkCooperativeMatrixPropertiesNV blank{};
+  blank.sType = VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_NV;
+  std::vector<VkCooperativeMatrixPropertiesNV> props(n, blank);
+  if (vkGetPhysicalDeviceCooperativeMatrixPropertiesNV(pd, &n, props.data()) != VK_SUCCESS) return false;
+  for (const auto& p : props)
+    if (p.MSize == 16 && p.NSize == 16 && p.KSize == 16 && p.AType == VK_COMPONENT_TYPE_FLOAT16_NV &&
+        p.BType == VK_COMPONENT_TYPE_FLOAT16_NV && p.CType == VK_COMPONENT_TYPE_FLOAT32_NV &&
+        p.DType == VK_COMPONENT_TYPE_FLOAT32_NV && p.scope == VK_SCOPE_SUBGROUP_NV)
+      return true;
+  return false;
+}
+}  // namespace
+
 void Device::create_device() {
   VkPhysicalDeviceProperties props;
   vkGetPhysicalDeviceProperties(physical_, &props);
@@ -218,14 +238,17 @@ void Device::create_device() {
   VkPhysicalDeviceVulkan12Features f12{};
   f12.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES;
   f11.pNext = &f12;
-  VkPhysicalDeviceFeatures2 f2{};
-  f2.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2;
-  f2.pNext = &f11;
-  vkGetPhysicalDeviceFeatures2(physical_, &f2);
   uint32_t n = 0;
   VK_CHECK(vkEnumerateDeviceExtensionProperties(physical_, nullptr, &n, nullptr));
   std::vector<VkExtensionProperties> exts(n);
   VK_CHECK(vkEnumerateDeviceExtensionProperties(physical_, nullptr, &n, exts.data()));
+  VkPhysicalDeviceFaultFeaturesEXT ffault{};  // chained only when the extension exists
+  ffault.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FAULT_FEATURES_EXT;
+  if (has_extension(exts, VK_EXT_DEVICE_FAULT_EXTENSION_NAME)) f12.pNext = &ffault;
+  VkPhysicalDeviceFeatures2 f2{};
+  f2.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2;
+  f2.pNext = &f11;
+  vkGetPhysicalDeviceFeatures2(physical_, &f2);
 
   auto& f = features_;
   f.name = props.deviceName;
@@ -235,9 +258,12 @@ void Device::create_device() {
   f.storage_16bit = f11.storageBuffer16BitAccess;
   f.timeline_semaphores = f12.timelineSemaphore;
   f.memory_budget = has_extension(exts, VK_EXT_MEMORY_BUDGET_EXTENSION_NAME);
+  f.device_fault = ffault.deviceFault == VK_TRUE;
   f.nv_cooperative_matrix = has_extension(exts, "VK_NV_cooperative_matrix");
   f.khr_cooperative_matrix = has_extension(exts, "VK_KHR_cooperative_matrix");
   f.subgroup_size = p11.subgroupSize;
+  f.nv_coopmat_f16 = f.nv_cooperative_matrix && f.fp16_arithmetic && f.storage_16bit && f12.vulkanMemoryModel &&
+                    f.subgroup_size == 32 && nv_coopmat_f16_shape(physical_);
   f.shared_memory_bytes = props.limits.maxComputeSharedMemorySize;
   f.max_workgroup_invocations = props.limits.maxComputeWorkGroupInvocations;
   f.max_push_constants = props.limits.maxPushConstantsSize;
@@ -286,6 +312,22 @@ void Device::create_device() {
   e12.shaderFloat16 = f.fp16_arithmetic;
   std::vector<const char*> dev_exts;
   if (f.memory_budget) dev_exts.push_back(VK_EXT_MEMORY_BUDGET_EXTENSION_NAME);
+  VkPhysicalDeviceFaultFeaturesEXT efault{};  // lost-device reports (vk/fault.h)
+  efault.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FAULT_FEATURES_EXT;
+  efault.deviceFault = VK_TRUE;
+  if (f.device_fault) dev_exts.push_back(VK_EXT_DEVICE_FAULT_EXTENSION_NAME);
+  VkPhysicalDeviceCooperativeMatrixFeaturesNV cm{};
+  cm.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV;
+  if (f.nv_coopmat_f16) {  // the matmul coopmat kernels need the extension and its feature bit
+    dev_exts.push_back(VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
+    cm.cooperativeMatrix = VK_TRUE;
+    e12.vulkanMemoryModel = VK_TRUE;  // glslang declares it for the subgroup scope of the coopmat types
+    e12.pNext = &cm;
+  }
+  if (f.device_fault) {  // prepended: other features may already hang off e12
+    efault.pNext = e12.pNext;
+    e12.pNext = &efault;
+  }
   VkDeviceCreateInfo di{};
   di.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO;
   di.pNext = &e11;
@@ -314,14 +356,14 @@ std::string Device::describe() const {
   const auto& f = features_;
   return fmt::format(
       "device {}: {} ({}), Vulkan {}.{}.{}\n"
-      "  fp16 arithmetic: {}, 16-bit storage: {}, timeline semaphores: {}, memory budget ext: {}\n"
+      "  fp16 arithmetic: {}, 16-bit storage: {}, timeline semaphores: {}, memory budget ext: {}, device fault ext: {}\n"
       "  subgroup size: {}, shared memory: {} B, max workgroup invocations: {}, push constants: {} B\n"
-      "  max storage buffer range: {} B, cooperative matrix: NV {}, KHR {}\n"
+      "  max storage buffer range: {} B, cooperative matrix: NV {} (f16 16x16x16 used by matmul: {}), KHR {}\n"
       "  validation: {}",
       index_, f.name, device_type_name(f.type), VK_API_VERSION_MAJOR(f.api_version),
       VK_API_VERSION_MINOR(f.api_version), VK_API_VERSION_PATCH(f.api_version), f.fp16_arithmetic, f.storage_16bit,
-      f.timeline_semaphores, f.memory_budget, f.subgroup_size, f.shared_memory_bytes, f.max_workgroup_invocations,
-      f.max_push_constants, f.max_storage_buffer_range, f.nv_cooperative_matrix, f.khr_cooperative_matrix,
+      f.timeline_semaphores, f.memory_budget, f.device_fault, f.subgroup_size, f.shared_memory_bytes, f.max_workgroup_invocations,
+      f.max_push_constants, f.max_storage_buffer_range, f.nv_cooperative_matrix, f.nv_coopmat_f16, f.khr_cooperative_matrix,
       validation_ ? "on" : "off");
 }
 

@@ -29,7 +29,9 @@ struct DeviceFeatures {
   bool storage_16bit = false;     // storageBuffer16BitAccess (f16 storage variants)
   bool timeline_semaphores = false;
   bool memory_budget = false;     // VK_EXT_memory_budget
-  bool nv_cooperative_matrix = false;   // detected only; used by a later issue
+  bool device_fault = false;      // VK_EXT_device_fault (enabled: lost-device reports, vk/fault.h)
+  bool nv_cooperative_matrix = false;   // VK_NV_cooperative_matrix present
+  bool nv_coopmat_f16 = false;          // ...with a 16x16x16 f16 x f16 -> f32 subgroup shape: matmul's coopmat path
   bool khr_cooperative_matrix = false;
   uint32_t subgroup_size = 0;
   uint32_t shared_memory_bytes = 0;      // maxComputeSharedMemorySize
@@ -72,6 +74,8 @@ class Device {
   int64_t validation_errors() const { return counts_->errors.load(); }
   int64_t validation_warnings() const { return counts_->warnings.load(); }
   std::string describe() const;  // multi-line feature report for `alpha info`
+  // The GPU stopped making progress (a wait timed out): never wait for or destroy the device (leaked at exit).
+  void abandon() { abandoned_ = true; }
 
  private:
   void create_instance(bool validation);
@@ -80,6 +84,7 @@ class Device {
   void release();
 
   bool validation_ = false;
+  bool abandoned_ = false;
   int index_ = -1;
   std::unique_ptr<ValidationCounts> counts_ = std::make_unique<ValidationCounts>();
   VkInstance instance_ = VK_NULL_HANDLE;

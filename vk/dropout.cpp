@@ -7,14 +7,14 @@
 namespace alpha::vk {
 
 Tensor VulkanBackend::dropout(const Tensor& x, double p, uint64_t seed, uint64_t offset) {
-  if (!f32(x)) return {};
+  if (!flt(x)) return {};  // f16: f16-storage variant, f32 math
   // u32_to_unit(w) = (w >> 8) / 2^24 exactly, so "u >= p" <=> (w >> 8) >= ceil(p * 2^24) (exact in double).
   const double t = std::ceil(p * 16777216.0);
   const auto bx = rt_->input(x);
-  Tensor y = rt_->output(x.shape());
+  Tensor y = rt_->output(x.shape(), x.dtype());
   const pc::DropoutPC pc{uint32_t(x.numel()),     uint32_t(seed),  uint32_t(seed >> 32), uint32_t(offset),
                          uint32_t(offset >> 32),  uint32_t(t),     static_cast<float>(1.0 / (1.0 - p))};
-  rt_->run("dropout_f32", {256}, {{bx, false}, {Runtime::buffer_of(y), true}}, pc, Runtime::grid_for(pc.n, 256),
+  rt_->run("dropout" + sfx(x), {256}, {{bx, false}, {Runtime::buffer_of(y), true}}, pc, Runtime::grid_for(pc.n, 256),
            20.0 * double(x.numel()));
   return y;
 }

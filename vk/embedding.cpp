@@ -1,6 +1,7 @@
 // Embedding gather and its deterministic backward on the GPU. Indices are range-checked on the host (an
 // out-of-range index is declined so the CPU kernel raises its IndexError). The backward's host step is a
 // stable counting sort of positions by vocab row; the GPU then sums each row's positions in order.
+// f16 weight / dout: f16-storage variants; the weight gradient stays f32 (core/ops.h).
 #include "spirv/push_constants.h"
 #include "vk/backend.h"
 
@@ -16,21 +17,21 @@ bool in_range(const Tensor& idx, int64_t vocab) {
 }  // namespace
 
 Tensor VulkanBackend::embedding(const Tensor& weight, const Tensor& idx) {
-  if (!f32(weight) || !i32(idx) || !in_range(idx, weight.size(0))) return {};
+  if (!flt(weight) || !i32(idx) || !in_range(idx, weight.size(0))) return {};
   const int64_t cols = weight.size(1);
   Shape out_shape = idx.shape();
   out_shape.push_back(cols);
   const auto bw = rt_->input(weight), bi = rt_->input(idx);
-  Tensor out = rt_->output(out_shape);
+  Tensor out = rt_->output(out_shape, weight.dtype());
   const pc::EmbeddingPC pc{uint32_t(idx.numel()), uint32_t(cols), uint32_t(weight.size(0))};
   const uint64_t n = uint64_t(idx.numel()) * uint64_t(cols);
-  rt_->run("embedding_f32", {256}, {{bw, false}, {bi, false}, {Runtime::buffer_of(out), true}}, pc,
+  rt_->run("embedding" + sfx(weight), {256}, {{bw, false}, {bi, false}, {Runtime::buffer_of(out), true}}, pc,
            Runtime::grid_for(n, 256), double(n));
   return out;
 }
 
 Tensor VulkanBackend::embedding_backward(const Tensor& dout, const Tensor& idx, int64_t vocab) {
-  if (!f32(dout) || !i32(idx) || vocab > INT32_MAX || !in_range(idx, vocab)) return {};
+  if (!flt(dout) || !i32(idx) || vocab > INT32_MAX || !in_range(idx, vocab)) return {};
   const int64_t n = idx.numel(), cols = dout.size(-1);
   // (V + 1) row starts and the positions grouped by row, each group in index order.
   std::vector<int32_t> starts(static_cast<size_t>(vocab) + 1, 0), order(static_cast<size_t>(n));
@@ -45,7 +46,7 @@ Tensor VulkanBackend::embedding_backward(const Tensor& dout, const Tensor& idx, 
   Tensor dw = rt_->output({vocab, cols});
   const pc::EmbeddingPC pc{uint32_t(n), uint32_t(cols), uint32_t(vocab)};
   const uint64_t items = uint64_t(vocab) * uint64_t(cols);
-  rt_->run("embedding_bwd_f32", {256}, {{bd, false}, {bo, false}, {bs, false}, {Runtime::buffer_of(dw), true}}, pc,
+  rt_->run("embedding_bwd" + sfx(dout), {256}, {{bd, false}, {bo, false}, {bs, false}, {Runtime::buffer_of(dw), true}}, pc,
            Runtime::grid_for(items, 256), double(dout.numel()));
   return dw;
 }

@@ -1,5 +1,6 @@
 // LayerNorm forward/backward on the GPU. Forward and dx: one workgroup per row; dw/db: one invocation
 // per column summing rows in order (deterministic). Absent w/b bind a placeholder the shader ignores.
+// f16 x (with f16 w, b, dy): f16-storage variants; mean, rstd and dw/db stay f32 (core/ops.h).
 #include "spirv/push_constants.h"
 #include "vk/backend.h"
 
@@ -11,16 +12,16 @@ constexpr uint32_t kRowChunk = 256;  // dw/db: rows per partial sum (bounded loo
 }
 
 ops::LayerNormOut VulkanBackend::layernorm(const Tensor& x, const Tensor& w, const Tensor& b, double eps) {
-  if (!f32(x) || (w.defined() && !f32(w)) || (b.defined() && !f32(b))) return {};
+  if (!flt(x) || (w.defined() && !flt(w, x)) || (b.defined() && !flt(b, x))) return {};
   const int64_t cols = x.size(-1), rows = x.numel() / cols;
   const auto bx = rt_->input(x);
   const auto bw = w.defined() ? rt_->input(w) : bx;  // placeholder: never read when has_w == 0
   const auto bb = b.defined() ? rt_->input(b) : bx;
   const Shape row_shape(x.shape().begin(), x.shape().end() - 1);
-  ops::LayerNormOut out{rt_->output(x.shape()), rt_->output(row_shape), rt_->output(row_shape)};
+  ops::LayerNormOut out{rt_->output(x.shape(), x.dtype()), rt_->output(row_shape), rt_->output(row_shape)};
   const pc::LayerNormPC pc{uint32_t(rows), uint32_t(cols), static_cast<float>(eps), w.defined() ? 1u : 0u,
                            b.defined() ? 1u : 0u, 0};
-  rt_->run("layernorm_f32", {kWG},
+  rt_->run("layernorm" + sfx(x), {kWG},
            {{bx, false}, {bw, false}, {bb, false}, {Runtime::buffer_of(out.y), true},
             {Runtime::buffer_of(out.mean), true}, {Runtime::buffer_of(out.rstd), true}},
            pc, Runtime::grid(rows), 8.0 * double(x.numel()));
@@ -29,15 +30,15 @@ ops::LayerNormOut VulkanBackend::layernorm(const Tensor& x, const Tensor& w, con
 
 ops::LayerNormGrads VulkanBackend::layernorm_backward(const Tensor& dy, const Tensor& x, const Tensor& w,
                                                       const Tensor& mean, const Tensor& rstd, bool has_bias) {
-  if (!f32(dy) || !f32(x) || !f32(mean) || !f32(rstd) || (w.defined() && !f32(w))) return {};
+  if (!flt(x) || !flt(dy, x) || !f32(mean) || !f32(rstd) || (w.defined() && !flt(w, x))) return {};
   const int64_t cols = x.size(-1), rows = x.numel() / cols;
   if (mean.numel() != rows || rstd.numel() != rows) return {};
   const auto bdy = rt_->input(dy), bx = rt_->input(x), bm = rt_->input(mean), br = rt_->input(rstd);
   const auto bw = w.defined() ? rt_->input(w) : bx;
   ops::LayerNormGrads g;
-  g.dx = rt_->output(x.shape());
+  g.dx = rt_->output(x.shape(), x.dtype());
   const pc::LayerNormPC pc{uint32_t(rows), uint32_t(cols), 0.0f, w.defined() ? 1u : 0u, has_bias ? 1u : 0u, kRowChunk};
-  rt_->run("layernorm_bwd_dx_f32", {kWG},
+  rt_->run("layernorm_bwd_dx" + sfx(x), {kWG},
            {{bdy, false}, {bx, false}, {bm, false}, {br, false}, {bw, false}, {Runtime::buffer_of(g.dx), true}}, pc,
            Runtime::grid(rows), 10.0 * double(x.numel()));
   if (w.defined() || has_bias) {
@@ -53,7 +54,7 @@ ops::LayerNormGrads VulkanBackend::layernorm_backward(const Tensor& dy, const Te
       return chunks > 1 ? rt_->scratch(part_bytes) : Runtime::buffer_of(t);
     };
     const auto pw = target(w.defined(), g.dw), pb = target(has_bias, g.db);
-    rt_->run("layernorm_bwd_dwdb_f32", {kWG}, {{bdy, false}, {bx, false}, {bm, false}, {br, false}, {pw, true}, {pb, true}},
+    rt_->run("layernorm_bwd_dwdb" + sfx(x), {kWG}, {{bdy, false}, {bx, false}, {bm, false}, {br, false}, {pw, true}, {pb, true}},
              pc, Runtime::grid_for(uint64_t(chunks) * uint64_t(cols), kWG), 4.0 * double(x.numel()));
     if (chunks > 1) {
       if (w.defined()) record_sum(pw, Runtime::buffer_of(g.dw), 1, chunks, uint32_t(cols), 1.0f);

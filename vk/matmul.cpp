@@ -1,13 +1,25 @@
-// Batched matmul on the GPU (spirv/matmul.comp). Batch dims: an operand either has the output's batch
-// dims (left-padded with 1s) or a single matrix shared by every batch (stride 0); other broadcasts decline.
+// Batched matmul on the GPU: spirv/matmul.comp (register-tiled SIMT, f32 or f16 storage, 128- or 64-wide
+// tiles) and spirv/matmul_cm.comp (NV cooperative matrix: f16 operands, f32 accumulation). Batch dims: an
+// operand either has the output's batch dims (left-padded with 1s) or a single matrix shared by every batch
+// (stride 0); other broadcasts decline.
+//
+// Kernel choice (matmul_kernel): coopmat when the device has it and the operands are f16 (precision f16),
+// or when ALPHA_VK_MATMUL=coopmat asks for it on f32 operands (f16 rounding of the operands, like TF32);
+// else SIMT, with 64 x 64 tiles when 128 x 128 tiles would leave the GPU idle. ALPHA_VK_MATMUL=simt forces SIMT.
+// Split-K (matmul_splits): products with few output tiles and a long K (the weight gradients dW = dy^T x, K = B*T)
+// run as S slices of K writing f32 partial sums, then one fixed-order sum over the slices: deterministic.
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+
+#include <fmt/format.h>
+
 #include "spirv/push_constants.h"
 #include "vk/backend.h"
 
 namespace alpha::vk {
 
 namespace {
-constexpr uint32_t kTile = 16;
-
 // Batch stride (elements) of operand x against output batch dims; -1 when unsupported.
 int64_t batch_stride(const Tensor& x, const Shape& batch) {
   const Shape bx(x.shape().begin(), x.shape().end() - 2);
@@ -17,10 +29,38 @@ int64_t batch_stride(const Tensor& x, const Shape& batch) {
   if (padded != batch) return -1;
   return x.size(-1) * x.size(-2);
 }
+
+int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 }  // namespace
 
+MatmulMode matmul_mode_from_env() {
+  const char* e = std::getenv("ALPHA_VK_MATMUL");
+  if (!e || !*e || std::strcmp(e, "auto") == 0) return MatmulMode::automatic;
+  if (std::strcmp(e, "simt") == 0) return MatmulMode::simt;
+  if (std::strcmp(e, "coopmat") == 0) return MatmulMode::coopmat;
+  throw ValueError(fmt::format("[vk] ALPHA_VK_MATMUL='{}' is not one of auto, simt, coopmat", e));
+}
+
+std::string VulkanBackend::matmul_kernel(DType dtype, int64_t M, int64_t N, int64_t K, int64_t batches) const {
+  const bool cm = rt_->device().features().nv_coopmat_f16 &&
+                  (matmul_mode_ == MatmulMode::coopmat || (matmul_mode_ == MatmulMode::automatic && dtype == DType::f16));
+  const std::string s = dtype == DType::f16 ? "_f16" : "_f32";
+  if (cm) return "matmul_cm" + s;
+  // 128 x 128 tiles when they fill the GPU, or can through split-K (f32 partials); else 4x as many 64 x 64 tiles.
+  const int64_t big_tiles = cdiv(M, 128) * cdiv(N, 128) * batches;
+  const bool split = dtype == DType::f32 && K >= 2 * kMinSplitK;
+  return (big_tiles >= kTargetGroups || split ? "matmul" : "matmul_small") + s;
+}
+
+int64_t VulkanBackend::matmul_splits(const std::string& kernel, int64_t M, int64_t N, int64_t K, int64_t batches) const {
+  if (kernel == "matmul_f16" || kernel.rfind("matmul_small", 0) == 0) return 1;  // no f32-partials variant / small grids
+  const int64_t tiles = cdiv(M, 128) * cdiv(N, 128) * batches;
+  if (tiles >= kTargetGroups || K < 2 * kMinSplitK) return 1;
+  return std::min(cdiv(kTargetGroups, tiles), K / kMinSplitK);
+}
+
 Tensor VulkanBackend::matmul(const Tensor& a, const Tensor& b, bool ta, bool tb) {
-  if (!f32(a) || !f32(b)) return {};
+  if (!flt(a) || !flt(b, a)) return {};
   const int64_t M = ta ? a.size(-1) : a.size(-2), K = ta ? a.size(-2) : a.size(-1);
   const int64_t N = tb ? b.size(-2) : b.size(-1);
   const Shape ba(a.shape().begin(), a.shape().end() - 2), bb(b.shape().begin(), b.shape().end() - 2);
@@ -28,18 +68,38 @@ Tensor VulkanBackend::matmul(const Tensor& a, const Tensor& b, bool ta, bool tb)
   const int64_t nb = shape_numel(batch);
   const int64_t sa = batch_stride(a, batch), sb = batch_stride(b, batch);
   if (sa < 0 || sb < 0 || nb == 0 || M == 0 || N == 0 || nb > 65535) return {};
-  if ((M + kTile - 1) / kTile > 65535 || (N + kTile - 1) / kTile > 65535) return {};
+  std::string kernel = matmul_kernel(a.dtype(), M, N, K, nb);
+  // f16 coopmat with every size and stride a multiple of 8: 16-byte loads of 8 halves.
+  const bool vec8 = kernel == "matmul_cm_f16" && M % 8 == 0 && N % 8 == 0 && K % 8 == 0 && a.size(-1) % 8 == 0 &&
+                    b.size(-1) % 8 == 0 && sa % 8 == 0 && sb % 8 == 0;
+  const int64_t tile = kernel.rfind("matmul_small", 0) == 0 ? 64 : 128;
+  if (cdiv(M, tile) > 65535 || cdiv(N, tile) > 65535) return {};
+  const int64_t splits = matmul_splits(kernel, M, N, K, nb);
+  // Slices of 32 (both kernels' K step) so only the last one has a partial step.
+  const int64_t k_chunk = splits > 1 ? cdiv(cdiv(K, splits), 32) * 32 : K;
   Shape out_shape = batch;
   out_shape.push_back(M);
   out_shape.push_back(N);
   const auto bufa = rt_->input(a), bufb = rt_->input(b);
-  Tensor out = rt_->output(out_shape);
+  Tensor out = rt_->output(out_shape, a.dtype());
   const pc::MatmulPC pc{uint32_t(M), uint32_t(N), uint32_t(K), uint32_t(a.size(-1)), uint32_t(b.size(-1)),
-                        uint32_t(sa), uint32_t(sb), ta ? 1u : 0u, tb ? 1u : 0u};
-  const std::array<uint32_t, 3> groups{uint32_t((N + kTile - 1) / kTile), uint32_t((M + kTile - 1) / kTile),
-                                       uint32_t(nb)};
-  rt_->run("matmul_f32", {kTile, kTile}, {{bufa, false}, {bufb, false}, {Runtime::buffer_of(out), true}}, pc, groups,
-           2.0 * double(nb) * double(M) * double(N) * double(K));
+                        uint32_t(sa), uint32_t(sb), uint32_t(splits), uint32_t(k_chunk)};
+  const std::array<uint32_t, 3> groups{uint32_t(cdiv(N, tile)), uint32_t(cdiv(M, tile)), uint32_t(nb * splits)};
+  const double flops = 2.0 * double(nb) * double(M) * double(N) * double(K);
+  const std::string variant = vec8 ? kernel + "_vec8" : kernel;
+  if (splits == 1) {
+    rt_->run(variant, {ta ? 1u : 0u, tb ? 1u : 0u}, {{bufa, false}, {bufb, false}, {Runtime::buffer_of(out), true}}, pc,
+             groups, flops);
+    return out;
+  }
+  // (nb, splits, M, N) f32 partials -> (nb, M, N) sums over the splits in order; f16 outputs round once at the end.
+  const bool f16_out = a.dtype() == DType::f16;
+  const auto part = rt_->scratch(uint64_t(nb * splits * M * N) * 4);
+  rt_->run(f16_out ? variant + "_f32out" : variant, {ta ? 1u : 0u, tb ? 1u : 0u}, {{bufa, false}, {bufb, false}, {part, true}},
+           pc, groups, flops);
+  const auto sums = f16_out ? rt_->scratch(uint64_t(nb * M * N) * 4) : Runtime::buffer_of(out);
+  record_sum(part, sums, uint32_t(nb), uint32_t(splits), uint32_t(M * N), 1.0f);
+  if (f16_out) record_cast(sums, Runtime::buffer_of(out), uint32_t(nb * M * N), true);
   return out;
 }
 

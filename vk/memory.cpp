@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "vk/fault.h"
+
 namespace alpha::vk {
 
 namespace {
@@ -30,25 +32,34 @@ Allocator::Allocator(std::shared_ptr<Device> dev, VkDeviceSize slab_size) : dev_
 
 std::string Allocator::heap_str() const {
   const auto& h = dev_->memory_properties().memoryHeaps[heap_];
-  return fmt::format("heap {} (device-local, {} bytes, budget {} bytes, {} bytes in slabs)", heap_, h.size,
-                     dev_->heap_budget(heap_), slab_bytes_);
+  return fmt::format("heap {} (device-local, {} bytes, budget {} bytes ({}), {} bytes in slabs)", heap_, h.size,
+                     dev_->heap_budget(heap_),
+                     dev_->features().memory_budget ? "VK_EXT_memory_budget" : "80% of the heap: no VK_EXT_memory_budget",
+                     slab_bytes_);
 }
 
 std::optional<uint32_t> Allocator::new_slab(VkDeviceSize size, bool dedicated) {
-  if (slab_bytes_ + size > dev_->heap_budget(heap_)) return std::nullopt;
-  if (dev_->features().max_allocation_size && size > dev_->features().max_allocation_size) return std::nullopt;
+  if (slab_bytes_ + size > dev_->heap_budget(heap_)) {
+    last_failure_ = fmt::format("a new {}-byte slab would pass the budget", size);
+    return std::nullopt;
+  }
+  if (dev_->features().max_allocation_size && size > dev_->features().max_allocation_size) {
+    last_failure_ = fmt::format("a {}-byte slab is over maxMemoryAllocationSize", size);
+    return std::nullopt;
+  }
   Slab s;
   try {
     s.buffer = make_buffer(dev_->get(), size, kUsage);
     VkMemoryRequirements req;
     vkGetBufferMemoryRequirements(dev_->get(), s.buffer.get(), &req);
     if (!(req.memoryTypeBits & (1u << type_index_))) return std::nullopt;
+    ALPHA_VK_FAULT_POINT(alloc_slab, VK_ERROR_OUT_OF_DEVICE_MEMORY, "vkAllocateMemory");
     s.memory = allocate_memory(dev_->get(), req.size, type_index_);
     VK_CHECK(vkBindBufferMemory(dev_->get(), s.buffer.get(), s.memory.get(), 0));
-  } catch (const OutOfMemoryError&) {
-    return std::nullopt;  // the driver refused: the caller reports size and heap
-  } catch (const VkError&) {
-    return std::nullopt;  // e.g. a buffer larger than maxBufferSize
+  } catch (const VkError& e) {  // the driver refused (OOM, or e.g. over maxBufferSize): the caller reports
+    if (e.result() == VK_ERROR_DEVICE_LOST) throw;
+    last_failure_ = e.what();   // size and heap, with this
+    return std::nullopt;
   }
   s.size = size;
   s.dedicated = dedicated;
@@ -142,8 +153,8 @@ std::shared_ptr<GpuBuffer> BufferPool::acquire(VkDeviceSize bytes) {
       got = alloc_->allocate(cls);
     }
     if (!got)
-      throw OutOfMemoryError(fmt::format("[vk] out of device memory: cannot allocate {} bytes on {}", bytes,
-                                         alloc_->heap_str()),
+      throw OutOfMemoryError(fmt::format("[vk] out of device memory: cannot allocate {} bytes on {}: {}", bytes,
+                                         alloc_->heap_str(), alloc_->last_failure()),
                              VK_ERROR_OUT_OF_DEVICE_MEMORY);
     b = *got;
   }

@@ -35,6 +35,7 @@ class Allocator {
   VkDeviceSize alignment() const { return alignment_; }
   VkDeviceSize used_bytes() const { return slab_bytes_; }  // device memory held in slabs
   std::string heap_str() const;                            // "heap 0 (device-local, 2.0 GiB, budget ...)"
+  const std::string& last_failure() const { return last_failure_; }  // why the last new slab was refused
   const std::shared_ptr<Device>& device() const { return dev_; }
 
  private:
@@ -51,6 +52,7 @@ class Allocator {
   VkDeviceSize slab_size_, alignment_;
   uint32_t type_index_ = 0, heap_ = 0;
   VkDeviceSize slab_bytes_ = 0;
+  std::string last_failure_;
   std::vector<Slab> slabs_;  // a freed dedicated slab leaves an empty entry, reused by the next one
 };
 

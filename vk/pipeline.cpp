@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "spirv/kernels.h"
+#include "vk/fault.h"
 
 namespace alpha::vk {
 
@@ -28,6 +29,7 @@ const ComputePipeline& PipelineCache::get(const std::string& kernel, std::span<c
     lit = layouts_.emplace(std::make_pair(bindings, push_size), std::move(l)).first;
   }
   Entry e;
+  ALPHA_VK_FAULT_POINT(pipeline, VK_ERROR_OUT_OF_DEVICE_MEMORY, "vkCreateComputePipelines");
   e.pipeline = make_compute_pipeline(dev_->get(), lit->second.layout.get(), mit->second.get(), spec);
   e.view = {e.pipeline.get(), lit->second.layout.get(), lit->second.set.get(), bindings, push_size};
   return pipelines_.emplace(std::move(key), std::move(e)).first->second.view;

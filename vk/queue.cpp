@@ -7,11 +7,9 @@
 
 #include <fmt/format.h>
 
-namespace alpha::vk {
+#include "vk/fault.h"
 
-namespace {
-constexpr uint64_t kWaitNs = 120ull * 1000 * 1000 * 1000;  // a submission this slow means a hung device
-}
+namespace alpha::vk {
 
 LazyQueue::LazyQueue(std::shared_ptr<Device> dev, Policy policy)
     : dev_(std::move(dev)),
@@ -42,12 +40,35 @@ LazyQueue::~LazyQueue() {
     if (error_ == VK_SUCCESS) sync();
   } catch (...) {  // destructors must not throw; the device is being torn down anyway
   }
+  if (hung_) {
+    // A wait ran out: give the GPU one more second, then abandon what it may still run (leaked, never
+    // destroyed under it) and the device, so the process exits instead of blocking on a hung GPU.
+    const VkSemaphore sem = timeline_.get();
+    VkSemaphoreWaitInfo wi{};
+    wi.sType = VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO;
+    wi.semaphoreCount = 1;
+    wi.pSemaphores = &sem;
+    wi.pValues = &submitted_value_;
+    if (vkWaitSemaphores(dev_->get(), &wi, uint64_t{1000} * 1000 * 1000) != VK_SUCCESS) {
+      for (auto& f : in_flight_) (void)f.release();
+      dev_->abandon();
+      return;
+    }
+  }
   vkQueueWaitIdle(dev_->queue());
 }
 
 LazyQueue::Frame& LazyQueue::recording() {
   if (rec_) return *rec_;
   retire();
+  // A failure below (out of memory) must not leave a half-made recording behind for flush() to submit.
+  struct Guard {
+    std::unique_ptr<Frame>* rec;
+    bool ok = false;
+    ~Guard() {
+      if (!ok) rec->reset();
+    }
+  } guard{&rec_};
   if (!spare_.empty()) {
     rec_ = std::move(spare_.back());
     spare_.pop_back();
@@ -59,6 +80,7 @@ LazyQueue::Frame& LazyQueue::recording() {
     ai.commandPool = rec_->pool.get();
     ai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
     ai.commandBufferCount = 1;
+    ALPHA_VK_FAULT_POINT(command_buffer, VK_ERROR_OUT_OF_DEVICE_MEMORY, "vkAllocateCommandBuffers");
     VK_CHECK(vkAllocateCommandBuffers(dev_->get(), &ai, &rec_->cmd));
   }
   rec_->value = next_value_;
@@ -83,6 +105,7 @@ LazyQueue::Frame& LazyQueue::recording() {
     }
     vkCmdResetQueryPool(rec_->cmd, rec_->queries.get(), 0, rec_->query_capacity);
   }
+  guard.ok = true;
   return *rec_;
 }
 
@@ -121,7 +144,10 @@ void LazyQueue::track(Frame& f, std::span<const Binding> uses) {
 VkDescriptorSet LazyQueue::allocate_set(Frame& f, VkDescriptorSetLayout layout) {
   constexpr uint32_t kSets = 128, kDescriptors = kSets * 8;
   while (true) {
-    if (f.dpool_next == f.dpools.size()) f.dpools.push_back(make_descriptor_pool(dev_->get(), kSets, kDescriptors));
+    if (f.dpool_next == f.dpools.size()) {
+      ALPHA_VK_FAULT_POINT(descriptor_pool, VK_ERROR_OUT_OF_DEVICE_MEMORY, "vkCreateDescriptorPool");
+      f.dpools.push_back(make_descriptor_pool(dev_->get(), kSets, kDescriptors));
+    }
     VkDescriptorSetAllocateInfo ai{};
     ai.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO;
     ai.descriptorPool = f.dpools[f.dpool_next].get();
@@ -208,6 +234,7 @@ void LazyQueue::upload(const std::shared_ptr<GpuBuffer>& dst, const void* src, s
 
 void LazyQueue::download(const std::shared_ptr<GpuBuffer>& src, void* dst, size_t nbytes) {
   throw_pending();
+  ++stats_.host_reads;
   const VkDeviceSize chunk = ring_.capacity() / 2;
   for (size_t done = 0; done < nbytes;) {
     const size_t n = static_cast<size_t>(std::min<VkDeviceSize>(chunk, nbytes - done));
@@ -238,6 +265,7 @@ void LazyQueue::flush() {
   if (!rec_) return;
   std::unique_ptr<Frame> f = std::move(rec_);
   VkResult r = vkEndCommandBuffer(f->cmd);
+  bool injected = false;
   if (r == VK_SUCCESS && injected_ != VK_SUCCESS) r = std::exchange(injected_, VK_SUCCESS);
   if (r == VK_SUCCESS) {
     VkTimelineSemaphoreSubmitInfo ts{};
@@ -252,11 +280,14 @@ void LazyQueue::flush() {
     si.signalSemaphoreCount = 1;
     const VkSemaphore sem = timeline_.get();
     si.pSignalSemaphores = &sem;
-    r = vkQueueSubmit(dev_->queue(), 1, &si, VK_NULL_HANDLE);
+    // Injected before the call: a submission that "failed" must not run.
+    injected = fault::fire(fault::Point::submit);
+    r = injected ? VK_ERROR_DEVICE_LOST : vkQueueSubmit(dev_->queue(), 1, &si, VK_NULL_HANDLE);
   }
   ++next_value_;
   if (r != VK_SUCCESS) {
-    fail(r, "vkQueueSubmit");  // the frame's work never runs; its buffers are released with it
+    // The frame's work never runs; its buffers are released with it.
+    fail(r, injected ? "vkQueueSubmit (injected by ALPHA_VK_FAULT)" : "vkQueueSubmit");
     return;
   }
   submitted_value_ = f->value;
@@ -276,8 +307,10 @@ void LazyQueue::sync() {
 void LazyQueue::retire() {
   if (error_ != VK_SUCCESS) return;
   uint64_t done = 0;
-  const VkResult r = vkGetSemaphoreCounterValue(dev_->get(), timeline_.get(), &done);
-  if (r != VK_SUCCESS) return fail(r, "vkGetSemaphoreCounterValue");
+  const bool injected = fault::fire(fault::Point::poll);
+  const VkResult r = injected ? VK_ERROR_DEVICE_LOST : vkGetSemaphoreCounterValue(dev_->get(), timeline_.get(), &done);
+  if (r != VK_SUCCESS)
+    return fail(r, injected ? "vkGetSemaphoreCounterValue (injected by ALPHA_VK_FAULT)" : "vkGetSemaphoreCounterValue");
   while (!in_flight_.empty() && in_flight_.front()->value <= done) {
     std::unique_ptr<Frame> f = std::move(in_flight_.front());
     in_flight_.pop_front();
@@ -321,9 +354,18 @@ void LazyQueue::wait_value(uint64_t v) {
   wi.pSemaphores = &sem;
   wi.pValues = &v;
   const auto t0 = std::chrono::steady_clock::now();
-  const VkResult r = vkWaitSemaphores(dev_->get(), &wi, kWaitNs);
+  const bool lost = fault::fire(fault::Point::wait), timed_out = fault::fire(fault::Point::wait_timeout);
+  const uint64_t timeout_ns = fault::wait_timeout_ns();
+  const VkResult r = lost ? VK_ERROR_DEVICE_LOST : timed_out ? VK_TIMEOUT : vkWaitSemaphores(dev_->get(), &wi, timeout_ns);
   stats_.wait_ns += std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
-  if (r != VK_SUCCESS) fail(r, "vkWaitSemaphores");
+  if (r == VK_TIMEOUT) {  // finite waits: a GPU that makes no progress for that long is treated as lost
+    hung_ = true;
+    fail(VK_ERROR_DEVICE_LOST, fmt::format("vkWaitSemaphores (no progress within {} s, ALPHA_VK_TIMEOUT_S: timed out{})",
+                                           static_cast<double>(timeout_ns) / 1e9,
+                                           timed_out ? ", injected by ALPHA_VK_FAULT" : "").c_str());
+  } else if (r != VK_SUCCESS) {
+    fail(r, lost ? "vkWaitSemaphores (injected by ALPHA_VK_FAULT)" : "vkWaitSemaphores");
+  }
   retire();
 }
 
@@ -339,7 +381,12 @@ void LazyQueue::throw_pending() const {
   if (error_ == VK_SUCCESS) return;
   const std::string msg = fmt::format("[vk] asynchronous error from {}: {} (the device is unusable now)",
                                       error_what_, result_name(error_));
-  if (error_ == VK_ERROR_DEVICE_LOST) throw DeviceLostError(msg, error_);
+  if (error_ == VK_ERROR_DEVICE_LOST) {
+    const std::string report = fault::device_fault_report(*dev_);
+    throw DeviceLostError(
+        fmt::format("{}; {}", msg, report.empty() ? "no VK_EXT_device_fault report (extension not available)" : report),
+        error_);
+  }
   if (error_ == VK_ERROR_OUT_OF_DEVICE_MEMORY || error_ == VK_ERROR_OUT_OF_HOST_MEMORY)
     throw OutOfMemoryError(msg, error_);
   throw VkError(msg, error_);

@@ -12,7 +12,8 @@
 // back when the frame retires (its timeline value is reached: no extra stall) and summed per kernel name.
 //
 // Asynchronous errors (device lost, out of memory at submit or wait) become sticky and are thrown as typed
-// exceptions at the next sync point; recording after one is a no-op.
+// exceptions at the next sync point; recording after one is a no-op. Host waits are finite
+// (ALPHA_VK_TIMEOUT_S): one that runs out is a lost device. Fault injection points: vk/fault.h.
 #pragma once
 #include <volk.h>
 
@@ -55,6 +56,7 @@ class LazyQueue {
     int64_t dispatches = 0;
     int64_t barriers = 0;
     int64_t syncs = 0;        // host waits for the queue
+    int64_t host_reads = 0;   // downloads (read-backs): each flushes and waits for the GPU
     int64_t bytes_up = 0, bytes_down = 0;
     int64_t wait_ns = 0;      // host time spent waiting for the GPU
     int64_t query_pools = 0;  // timestamp query pools created (profiling only)
@@ -122,6 +124,7 @@ class LazyQueue {
   uint64_t epoch_ = 1;
   VkResult error_ = VK_SUCCESS, injected_ = VK_SUCCESS;
   std::string error_what_;
+  bool hung_ = false;  // a wait timed out: the destructor abandons the device rather than wait forever
   bool profiling_ = false;
   uint64_t timestamp_mask_ = 0;  // valid bits of the queue's timestamps; 0: no timestamps
   double timestamp_period_ns_ = 0;

@@ -1,6 +1,7 @@
 #include "vk/runtime.h"
 
 #include "core/backend.h"
+#include "vk/fault.h"
 
 #include <cstdio>
 #include <cstdlib>
@@ -12,6 +13,8 @@
 namespace alpha::vk {
 
 Runtime::Runtime(RuntimeOptions opts) {
+  fault::configure_from_env();  // ALPHA_VK_FAULT: pass counters start at this runtime
+  (void)fault::wait_timeout_ns();  // a bad ALPHA_VK_TIMEOUT_S fails here, not at the first wait
   dev_ = std::make_shared<Device>(opts.device);
   pool_ = std::make_shared<BufferPool>(std::make_shared<Allocator>(dev_, opts.slab_bytes));
   pipelines_ = std::make_unique<PipelineCache>(dev_);
@@ -45,13 +48,15 @@ Runtime::~Runtime() {
 }
 
 bool Runtime::accepts(const Tensor& t) const {
-  if (!t.defined() || t.dtype() == DType::f16) return false;  // f64 travels as bits (cross-entropy lse)
+  if (!t.defined()) return false;  // f64 travels as bits (cross-entropy lse); f16 needs 16-bit storage
+  if (t.dtype() == DType::f16 && !dev_->features().storage_16bit) return false;
   if (!t.is_contiguous() || t.offset() != 0 || t.numel() == 0) return false;
   return accepts_storage(t);
 }
 
 bool Runtime::accepts_storage(const Tensor& t) const {
-  if (!t.defined() || t.dtype() == DType::f16 || t.numel() == 0) return false;
+  if (!t.defined() || t.numel() == 0) return false;
+  if (t.dtype() == DType::f16 && !dev_->features().storage_16bit) return false;
   const auto& st = t.storage();
   if (st->nbytes() > dev_->features().max_storage_buffer_range) return false;
   if (st->nbytes() > std::numeric_limits<uint32_t>::max() / 2) return false;  // 32-bit indices in shaders

@@ -50,7 +50,7 @@ class Runtime {
   LazyQueue& queue() { return *queue_; }
   PipelineCache& pipelines() { return *pipelines_; }
 
-  // f32/i32/f64 (kernels check dtypes), contiguous, offset 0, non-empty, within one storage binding, not another runtime's buffer.
+  // f32/i32/f64, f16 with 16-bit storage (kernels check dtypes), contiguous, offset 0, non-empty, within one storage binding, not another runtime's buffer.
   bool accepts(const Tensor& t) const;
   std::shared_ptr<GpuBuffer> input(const Tensor& t);
   // Any view (strides, offset) whose storage can live here; input_storage() is its whole storage's buffer.

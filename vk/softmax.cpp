@@ -1,4 +1,5 @@
-// Row softmax (optionally causal) and its backward on the GPU: one workgroup per row.
+// Row softmax (optionally causal) and its backward on the GPU: one workgroup per row. f16 tensors run the
+// f16-storage variants (f32 math).
 #include "spirv/push_constants.h"
 #include "vk/backend.h"
 
@@ -9,23 +10,23 @@ constexpr uint32_t kWG = 128;
 }
 
 Tensor VulkanBackend::softmax(const Tensor& x, bool causal) {
-  if (!f32(x)) return {};
+  if (!flt(x)) return {};
   const int64_t cols = x.size(-1), rows = x.numel() / cols;
   const auto bx = rt_->input(x);
-  Tensor y = rt_->output(x.shape());
+  Tensor y = rt_->output(x.shape(), x.dtype());
   const pc::SoftmaxPC pc{uint32_t(rows), uint32_t(cols), uint32_t(causal ? x.size(-2) : 1), causal ? 1u : 0u};
-  rt_->run("softmax_f32", {kWG}, {{bx, false}, {Runtime::buffer_of(y), true}}, pc, Runtime::grid(rows),
+  rt_->run("softmax" + sfx(x), {kWG}, {{bx, false}, {Runtime::buffer_of(y), true}}, pc, Runtime::grid(rows),
            3.0 * double(x.numel()));
   return y;
 }
 
 Tensor VulkanBackend::softmax_backward(const Tensor& dy, const Tensor& y) {
-  if (!f32(dy) || !f32(y)) return {};
+  if (!flt(dy, y)) return {};
   const int64_t cols = y.size(-1), rows = y.numel() / cols;
   const auto bdy = rt_->input(dy), by = rt_->input(y);
-  Tensor dx = rt_->output(y.shape());
+  Tensor dx = rt_->output(y.shape(), y.dtype());
   const pc::SoftmaxPC pc{uint32_t(rows), uint32_t(cols), 1, 0};
-  rt_->run("softmax_bwd_f32", {kWG}, {{bdy, false}, {by, false}, {Runtime::buffer_of(dx), true}}, pc,
+  rt_->run("softmax_bwd" + sfx(y), {kWG}, {{bdy, false}, {by, false}, {Runtime::buffer_of(dx), true}}, pc,
            Runtime::grid(rows), 3.0 * double(y.numel()));
   return dx;
 }

@@ -1,5 +1,9 @@
 #include "vk/staging.h"
 
+#include <fmt/format.h>
+
+#include "vk/fault.h"
+
 namespace alpha::vk {
 
 StagingRing::StagingRing(std::shared_ptr<Device> dev, VkDeviceSize capacity)
@@ -17,7 +21,16 @@ StagingRing::StagingRing(std::shared_ptr<Device> dev, VkDeviceSize capacity)
     if (flags & VK_MEMORY_PROPERTY_HOST_CACHED_BIT) break;
   }
   if (pick < 0) throw VkError("[vk] no host-visible coherent memory type for staging", VK_ERROR_FEATURE_NOT_PRESENT);
-  memory_ = allocate_memory(dev_->get(), req.size, static_cast<uint32_t>(pick));
+  try {
+    ALPHA_VK_FAULT_POINT(staging, VK_ERROR_OUT_OF_DEVICE_MEMORY, "vkAllocateMemory");
+    memory_ = allocate_memory(dev_->get(), req.size, static_cast<uint32_t>(pick));
+  } catch (const OutOfMemoryError& e) {  // name size and heap, as the device-local pool does
+    const uint32_t heap = mp.memoryTypes[pick].heapIndex;
+    throw OutOfMemoryError(fmt::format("[vk] out of memory: cannot allocate the {}-byte staging ring on heap {} "
+                                       "(host-visible, {} bytes, budget {} bytes): {}",
+                                       req.size, heap, mp.memoryHeaps[heap].size, dev_->heap_budget(heap), e.what()),
+                           e.result());
+  }
   VK_CHECK(vkBindBufferMemory(dev_->get(), buffer_.get(), memory_.get(), 0));
   void* p = nullptr;
   VK_CHECK(vkMapMemory(dev_->get(), memory_.get(), 0, VK_WHOLE_SIZE, 0, &p));

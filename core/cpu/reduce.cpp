@@ -29,7 +29,9 @@ template <class T>
 Tensor sum_typed(const Tensor& xin, int64_t dim, bool keepdim) {
   const Tensor x = xin.contiguous();
   const Shape& s = x.shape();
-  const auto [outer, n, inner] = split_at(s, dim);
+  // Plain variables, not a structured binding: clang 14 (the fuzz build) cannot capture bindings in a lambda.
+  const std::array<int64_t, 3> split = split_at(s, dim);
+  const int64_t outer = split[0], n = split[1], inner = split[2];
   Tensor out = Tensor::empty(reduced_shape(s, dim, keepdim), x.dtype());
   const T* px = x.data<T>();
   T* po = out.mutable_data<T>();

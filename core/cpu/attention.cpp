@@ -1,0 +1,164 @@
+// Fused causal attention on the CPU, one (b, h) pair per task (each output element is one sequential loop, so
+// results do not depend on threading). Sums run in double. Dropout uses the Philox positions of the unfused
+// (B, H, Tq, Tk) probability tensor, so the mask equals ops::dropout's on that tensor.
+//
+// Dimension legend: B batch, H heads, Tq query rows, Tk keys, D head size.
+#include "core/cpu/attention.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "core/parallel.h"
+#include "core/rng.h"
+
+namespace alpha::cpu {
+
+namespace {
+
+// Geometry shared by forward and backward. Inputs are made contiguous (B, H, T, D) first.
+struct Geo {
+  int64_t B, H, Tq, Tk, D;
+  int64_t visible(int64_t i, bool causal) const { return causal ? std::min(Tk, i + (Tk - Tq) + 1) : Tk; }
+};
+
+Geo geo_of(const Tensor& q, const Tensor& k) { return {q.size(0), q.size(1), q.size(2), k.size(2), q.size(3)}; }
+
+// Multiplier dropout applies to probability (bh, i, j): 0 (dropped) or 1/(1-p) (kept); 1 without dropout.
+double keep_factor(const ops::AttentionParams& ap, const Geo& g, int64_t bh, int64_t i, int64_t j) {
+  if (ap.p == 0.0) return 1.0;
+  const uint64_t pos = ap.offset + static_cast<uint64_t>((bh * g.Tq + i) * g.Tk + j);
+  return static_cast<double>(u32_to_unit(philox_at(ap.seed, pos))) >= ap.p ? 1.0 / (1.0 - ap.p) : 0.0;
+}
+
+// A (B, H, T, D) view of a fresh contiguous (B, T, H, D) tensor (core/ops.h's output layout).
+Tensor bthd_view(const Geo& g, int64_t T, DType dt) { return Tensor::empty({g.B, T, g.H, g.D}, dt).transpose(1, 2); }
+
+template <class T>
+ops::AttentionOut forward_typed(const Tensor& qin, const Tensor& kin, const Tensor& vin, const ops::AttentionParams& ap) {
+  const Tensor q = qin.contiguous(), k = kin.contiguous(), v = vin.contiguous();
+  const Geo g = geo_of(q, k);
+  Tensor out = bthd_view(g, g.Tq, q.dtype());
+  Tensor lse = Tensor::empty({g.B, g.H, g.Tq}, q.dtype());
+  const T *pq = q.data<T>(), *pk = k.data<T>(), *pv = v.data<T>();
+  T* po = out.mutable_data<T>();  // (B, Tq, H, D) storage
+  T* pl = lse.mutable_data<T>();
+  parallel_for(g.B * g.H, 1, [&](int64_t bh0, int64_t bh1) {
+    std::vector<double> s(static_cast<size_t>(g.Tk)), acc(static_cast<size_t>(g.D));
+    for (int64_t bh = bh0; bh < bh1; ++bh) {
+      const int64_t b = bh / g.H, h = bh % g.H;
+      const T* qb = pq + bh * g.Tq * g.D;
+      const T* kb = pk + bh * g.Tk * g.D;
+      const T* vb = pv + bh * g.Tk * g.D;
+      for (int64_t i = 0; i < g.Tq; ++i) {
+        const int64_t vis = g.visible(i, ap.causal);
+        double m = -std::numeric_limits<double>::infinity();
+        for (int64_t j = 0; j < vis; ++j) {
+          double d = 0;
+          for (int64_t c = 0; c < g.D; ++c) d += double(qb[i * g.D + c]) * double(kb[j * g.D + c]);
+          s[j] = d * ap.scale;
+          m = std::max(m, s[j]);
+        }
+        double l = 0;
+        for (int64_t j = 0; j < vis; ++j) l += std::exp(s[j] - m);
+        const double L = m + std::log(l);
+        std::fill(acc.begin(), acc.end(), 0.0);
+        for (int64_t j = 0; j < vis; ++j) {
+          const double p = std::exp(s[j] - L) * keep_factor(ap, g, bh, i, j);
+          if (p == 0.0) continue;
+          for (int64_t c = 0; c < g.D; ++c) acc[c] += p * double(vb[j * g.D + c]);
+        }
+        T* orow = po + ((b * g.Tq + i) * g.H + h) * g.D;
+        for (int64_t c = 0; c < g.D; ++c) orow[c] = static_cast<T>(acc[c]);
+        pl[bh * g.Tq + i] = static_cast<T>(L);
+      }
+    }
+  });
+  return {out, lse};
+}
+
+template <class T>
+ops::AttentionGrads backward_typed(const Tensor& doin, const Tensor& qin, const Tensor& kin, const Tensor& vin,
+                                   const Tensor& oin, const Tensor& lin, const ops::AttentionParams& ap, bool packed) {
+  const Tensor q = qin.contiguous(), k = kin.contiguous(), v = vin.contiguous();
+  const Tensor dout = doin.contiguous(), out = oin.contiguous(), lse = lin.contiguous();
+  const Geo g = geo_of(q, k);
+  ops::AttentionGrads r;
+  int64_t row = g.H * g.D;  // elements between consecutive time rows of a gradient
+  if (packed) {  // one (B, T, 3, H, D) buffer: q, k, v heads at channel offsets 0, C, 2C
+    row = 3 * g.H * g.D;
+    r.dqkv = Tensor::empty({g.B, g.Tq, row}, q.dtype());
+    const Tensor split = r.dqkv.view({g.B, g.Tq, 3, g.H, g.D});
+    r.dq = split.narrow(2, 0, 1).squeeze(2).transpose(1, 2);
+    r.dk = split.narrow(2, 1, 1).squeeze(2).transpose(1, 2);
+    r.dv = split.narrow(2, 2, 1).squeeze(2).transpose(1, 2);
+  } else {
+    r.dq = bthd_view(g, g.Tq, q.dtype()), r.dk = bthd_view(g, g.Tk, q.dtype()), r.dv = bthd_view(g, g.Tk, q.dtype());
+  }
+  const T *pq = q.data<T>(), *pk = k.data<T>(), *pv = v.data<T>(), *pdo = dout.data<T>(), *po = out.data<T>(),
+          *pl = lse.data<T>();
+  T *pdq = r.dq.mutable_data<T>(), *pdk = r.dk.mutable_data<T>(), *pdv = r.dv.mutable_data<T>();
+  parallel_for(g.B * g.H, 1, [&](int64_t bh0, int64_t bh1) {
+    const size_t nq = static_cast<size_t>(g.Tq * g.D), nk = static_cast<size_t>(g.Tk * g.D);
+    std::vector<double> gq(nq), gk(nk), gv(nk), drow(static_cast<size_t>(g.Tq));
+    for (int64_t bh = bh0; bh < bh1; ++bh) {
+      const int64_t b = bh / g.H, h = bh % g.H;
+      const T* qb = pq + bh * g.Tq * g.D;
+      const T* kb = pk + bh * g.Tk * g.D;
+      const T* vb = pv + bh * g.Tk * g.D;
+      const T* dob = pdo + bh * g.Tq * g.D;
+      const T* ob = po + bh * g.Tq * g.D;
+      std::fill(gq.begin(), gq.end(), 0.0);
+      std::fill(gk.begin(), gk.end(), 0.0);
+      std::fill(gv.begin(), gv.end(), 0.0);
+      // Drow_i = rowsum(dO * O) = sum_j P_ij dA_ij (the softmax backward's row dot, dropout included).
+      for (int64_t i = 0; i < g.Tq; ++i) {
+        double d = 0;
+        for (int64_t c = 0; c < g.D; ++c) d += double(dob[i * g.D + c]) * double(ob[i * g.D + c]);
+        drow[i] = d;
+      }
+      for (int64_t i = 0; i < g.Tq; ++i) {
+        const int64_t vis = g.visible(i, ap.causal);
+        const double L = double(pl[bh * g.Tq + i]);
+        for (int64_t j = 0; j < vis; ++j) {
+          double s = 0, dp = 0;
+          for (int64_t c = 0; c < g.D; ++c) {
+            s += double(qb[i * g.D + c]) * double(kb[j * g.D + c]);
+            dp += double(dob[i * g.D + c]) * double(vb[j * g.D + c]);
+          }
+          const double p = std::exp(s * ap.scale - L), mk = keep_factor(ap, g, bh, i, j);
+          const double ds = p * (dp * mk - drow[i]) * ap.scale;  // d loss / d (q_i . k_j)
+          for (int64_t c = 0; c < g.D; ++c) {
+            gv[j * g.D + c] += p * mk * double(dob[i * g.D + c]);
+            gq[i * g.D + c] += ds * double(kb[j * g.D + c]);
+            gk[j * g.D + c] += ds * double(qb[i * g.D + c]);
+          }
+        }
+      }
+      for (int64_t i = 0; i < g.Tq; ++i)
+        for (int64_t c = 0; c < g.D; ++c) pdq[(b * g.Tq + i) * row + h * g.D + c] = static_cast<T>(gq[i * g.D + c]);
+      for (int64_t j = 0; j < g.Tk; ++j)
+        for (int64_t c = 0; c < g.D; ++c) {
+          pdk[(b * g.Tk + j) * row + h * g.D + c] = static_cast<T>(gk[j * g.D + c]);
+          pdv[(b * g.Tk + j) * row + h * g.D + c] = static_cast<T>(gv[j * g.D + c]);
+        }
+    }
+  });
+  return r;
+}
+
+}  // namespace
+
+ops::AttentionOut attention(const Tensor& q, const Tensor& k, const Tensor& v, const ops::AttentionParams& ap) {
+  return q.dtype() == DType::f64 ? forward_typed<double>(q, k, v, ap) : forward_typed<float>(q, k, v, ap);
+}
+
+ops::AttentionGrads attention_backward(const Tensor& dout, const Tensor& q, const Tensor& k, const Tensor& v,
+                                       const Tensor& out, const Tensor& lse, const ops::AttentionParams& ap,
+                                       bool packed) {
+  return q.dtype() == DType::f64 ? backward_typed<double>(dout, q, k, v, out, lse, ap, packed)
+                                 : backward_typed<float>(dout, q, k, v, out, lse, ap, packed);
+}
+
+}  // namespace alpha::cpu

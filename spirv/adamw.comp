@@ -1,0 +1,156 @@
+// GPU-resident AdamW (vk/adamw.cpp), mirroring optim/adamw.cpp, optim/clip.cpp and optim/loss_scale.cpp.
+// stats: [0] loss sum, [1] grad norm, [2] grad coefficient (unscale x clip), [3] skip flag (1 = step vetoed).
+// Variants:
+//   (default)  UPDATE: one invocation per element of one param; nothing when stats[3] is set (a vetoed step
+//              leaves p, m, v bit-identical); else g = grad * stats[2] (the unscale and clip coefficient), then
+//              p = p * decay (>= 2-D params only); m = fma(1-b1, g, m*b1); v = fma((1-b2)*g, g, v*b2) (exact);
+//              p = p + (neg_step * m) / (sqrt(v) / bc2_sqrt + eps), in the CPU's operation order.
+//   NORM_PARTIAL: sum of squares of one grad times inv_scale (f16 loss scaling: the unscaled grad, like
+//              LossScaler::unscale; 1 otherwise), one (hi, lo) float-float partial per workgroup of CHUNK
+//              elements, written at partials[out_offset + group]. Float-float (~44-bit) sums track the CPU's
+//              double sum.
+//   NORM_FINAL: one workgroup sums every partial in a fixed order; stats[1] = norm, stats[2] = inv_scale * clip
+//              scale (max_norm / (norm + 1e-6) when max_norm > 0 and norm > max_norm, else 1, like
+//              clip_grad_norm), stats[3] = 1 when the norm (or, with check_loss, the loss sum) is not finite:
+//              the numerics guard's skip and the loss scaler's overflow, decided before the update runs.
+//   LOSS:      stats[0] = (first ? 0 : stats[0]) + loss[0]: the step's loss summed over micro-batches.
+// Every reduction has a fixed order (no atomics), so results are bit-identical run to run.
+#version 450
+#include "common.glsl"
+#include "push_constants.h"
+
+// The CPU's float ops are correctly rounded and its std::fma is fused; on the GPU fma() may be unfused (lavapipe),
+// a / b may be a * (1 / b) and sqrt may go through rsqrt (Vulkan allows ~2.5 ulp). So: an exact product by
+// Veltkamp/Dekker splitting (plain `precise` mul/add), a fused multiply-add built on it, and division and sqrt
+// corrected with an exact residual (Markstein). The update then matches the CPU's bits except in rare
+// double-rounding cases.
+vec2 two_prod(float a, float b) {  // a*b == hi + lo exactly (no overflow for |a|, |b| < 2^100)
+  precise float p = a * b;
+  precise float ca = 4097.0 * a;
+  precise float ah = ca - (ca - a);
+  precise float al = a - ah;
+  precise float cb = 4097.0 * b;
+  precise float bh = cb - (cb - b);
+  precise float bl = b - bh;
+  precise float e = ((ah * bh - p) + ah * bl + al * bh) + al * bl;
+  return vec2(p, e);
+}
+float fma_rn(float a, float b, float c) {
+  const vec2 pr = two_prod(a, b);
+  precise float s = pr.x + c;
+  precise float bb = s - pr.x;
+  precise float t = (pr.x - (s - bb)) + (c - bb);
+  precise float r = s + (t + pr.y);
+  return r;
+}
+float div_rn(float a, float b) {
+  precise float q = a / b;
+  if (q == 0.0 || isinf(q) || isnan(q)) return q;
+  precise float r = fma_rn(-q, b, a);
+  precise float q1 = q + r / b;
+  return q1;
+}
+float sqrt_rn(float x) {
+  precise float s = sqrt(x);
+  if (!(s > 0.0) || isinf(s)) return s;
+  precise float r = fma_rn(-s, s, x);
+  precise float s1 = s + r / (2.0 * s);
+  return s1;
+}
+
+#if defined(NORM_PARTIAL) || defined(NORM_FINAL)
+// Float-float arithmetic (hi + lo); `precise` forbids contraction and reassociation, which would break it.
+vec2 dd_add(vec2 a, vec2 b) {
+  precise float s = a.x + b.x;
+  precise float bb = s - a.x;
+  precise float e = (a.x - (s - bb)) + (b.x - bb);
+  precise float lo = e + (a.y + b.y);
+  precise float hi = s + lo;
+  precise float lo2 = lo - (hi - s);
+  return vec2(hi, lo2);
+}
+vec2 dd_square(float x) { return two_prod(x, x); }  // x*x exactly as hi + lo
+shared vec2 red2[WG];
+vec2 wg_dd_sum(vec2 v) {
+  const uint t = gl_LocalInvocationID.x;
+  red2[t] = v;
+  barrier();
+  for (uint s = WG / 2; s > 0; s >>= 1) {
+    if (t < s) red2[t] = dd_add(red2[t], red2[t + s]);
+    barrier();
+  }
+  return red2[0];
+}
+#endif
+
+#if defined(NORM_PARTIAL)
+layout(push_constant) uniform Push { AdamWNormPC p; };
+layout(std430, binding = 0) readonly buffer G { float g[]; };
+layout(std430, binding = 1) buffer P { vec2 partials[]; };
+void main() {
+  const uint grp = linear_group();
+  const uint base = grp * WG * ADAMW_NORM_ITEMS;
+  if (base >= p.n) return;  // uniform per workgroup
+  vec2 acc = vec2(0.0);
+  for (uint k = 0; k < ADAMW_NORM_ITEMS; ++k) {
+    const uint i = base + k * WG + gl_LocalInvocationID.x;
+    // inv_scale is a power of two in practice, so g * inv_scale is exact, as on the CPU.
+    if (i >= p.n) continue;
+    precise float gi = g[i] * p.inv_scale;
+    acc = dd_add(acc, dd_square(gi));
+  }
+  acc = wg_dd_sum(acc);
+  if (gl_LocalInvocationID.x == 0) partials[p.out_offset + grp] = acc;
+}
+#elif defined(NORM_FINAL)
+const float FLT_MAX = 3.40282347e38;
+layout(push_constant) uniform Push { AdamWFinalPC p; };
+layout(std430, binding = 0) readonly buffer P { vec2 partials[]; };
+layout(std430, binding = 1) buffer S { float stats[]; };
+void main() {
+  vec2 acc = vec2(0.0);
+  for (uint i = gl_LocalInvocationID.x; i < p.parts; i += WG) acc = dd_add(acc, partials[i]);
+  acc = wg_dd_sum(acc);
+  if (gl_LocalInvocationID.x != 0) return;
+  // sqrt(hi + lo) with one Newton step in float-float: the f32 norm the CPU's double sqrt rounds to.
+  precise float s = sqrt_rn(acc.x);
+  precise float r = fma_rn(-s, s, acc.x) + acc.y;
+  precise float norm = s > 0.0 && s <= FLT_MAX ? s + div_rn(r, 2.0 * s) : s;  // inf stays inf (not NaN)
+  float scale = 1.0;
+  if (p.max_norm > 0.0 && norm > p.max_norm) scale = div_rn(p.max_norm, norm + 1e-6);
+  // !(|x| <= max) is true for inf and NaN alike, without isnan (which a compiler may assume false).
+  const bool skip = !(abs(norm) <= FLT_MAX) || (p.check_loss != 0 && !(abs(stats[0]) <= FLT_MAX));
+  precise float coef = p.inv_scale * scale;  // exact for a power-of-two inv_scale: (g * inv) * c == g * (inv * c)
+  stats[1] = norm;
+  stats[2] = coef;
+  stats[3] = skip ? 1.0 : 0.0;
+}
+#elif defined(LOSS)
+layout(push_constant) uniform Push { AdamWLossPC p; };
+layout(std430, binding = 0) readonly buffer L { float loss[]; };
+layout(std430, binding = 1) buffer S { float stats[]; };
+void main() {
+  if (linear_id() != 0) return;
+  stats[0] = (p.first != 0 ? 0.0 : stats[0]) + loss[0];
+}
+#else
+layout(push_constant) uniform Push { AdamWPC p; };
+layout(std430, binding = 0) buffer Prm { float prm[]; };
+layout(std430, binding = 1) readonly buffer G { float g[]; };
+layout(std430, binding = 2) buffer M { float m[]; };
+layout(std430, binding = 3) buffer V { float v[]; };
+layout(std430, binding = 4) readonly buffer S { float stats[]; };
+void main() {
+  const uint i = linear_id();
+  if (i >= p.n || stats[3] != 0.0) return;  // a vetoed step (non-finite grads or loss) changes nothing
+  precise float pv = prm[i];
+  if (p.apply_decay != 0) pv = pv * p.decay;
+  precise float gi = g[i] * stats[2];
+  precise float mi = fma_rn(p.omb1, gi, m[i] * p.b1);
+  precise float vi = fma_rn(p.omb2 * gi, gi, v[i] * p.b2);
+  precise float denom = div_rn(sqrt_rn(vi), p.bc2_sqrt) + p.eps;
+  prm[i] = pv + div_rn(p.neg_step * mi, denom);
+  m[i] = mi;
+  v[i] = vi;
+}
+#endif

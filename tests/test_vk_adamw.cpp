@@ -1,0 +1,562 @@
+// GPU-resident AdamW (vk::GpuAdamW, optim.device "gpu") against the CPU reference (optim/adamw.cpp +
+// optim/clip.cpp + optim/loss_scale.cpp): the update at awkward sizes with weight decay on/off and clipping
+// active/inactive, the deterministic grad norm, the GPU-side veto of non-finite steps, f16 loss-scale unscaling,
+// and tiny GPT runs on lavapipe (losses, params, exact resume, one host read per step, guard skip, f16).
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "core/backend.h"
+#include "core/rng.h"
+#include "optim/adamw.h"
+#include "optim/clip.h"
+#include "optim/loss_scale.h"
+#include "test_util.h"
+#include "train/cli.h"
+#include "train/guard.h"
+#include "train/run_checkpoint.h"
+#include "vk/adamw.h"
+#include "vk_test_util.h"
+
+using namespace alpha;
+using namespace alpha::test;
+
+namespace {
+
+// Awkward sizes: 1-D params (no weight decay) and 2-D ones (decay), none a multiple of the workgroup size.
+const std::vector<Shape> kShapes = {{1}, {17}, {3, 43}, {10, 100}, {1, 1}, {129}};
+
+std::vector<Tensor> make_params(uint64_t seed) {
+  std::vector<Tensor> ps;
+  for (size_t i = 0; i < kShapes.size(); ++i) ps.push_back(vktest::randn(kShapes[i], seed + i).set_requires_grad(true));
+  return ps;
+}
+
+std::vector<Tensor> clones(const std::vector<Tensor>& ts) {
+  std::vector<Tensor> out;
+  for (const Tensor& t : ts) out.push_back(t.clone().set_requires_grad(true));
+  return out;
+}
+
+// max_i |a_i - b_i| / max_i |b_i| (0 when both are all zeros).
+double rel_err(const Tensor& a, const Tensor& b) {
+  const std::vector<double> x = a.to_f64_vector(), y = b.to_f64_vector();
+  REQUIRE(x.size() == y.size());
+  double d = 0, m = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    d = std::max(d, std::abs(x[i] - y[i]));
+    m = std::max(m, std::abs(y[i]));
+  }
+  return m > 0 ? d / m : d;
+}
+
+uint32_t bits(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
+
+// 5 steps of the CPU reference (clip_grad_norm + AdamW) and of GpuAdamW on identical params and grads.
+// Returns the clip scale of the GPU's last step; checks params, m, v and the norms every step.
+double run_five_steps(double max_norm, double grad_scale, const AdamWOptions& o) {
+  vktest::GpuScope scope;
+  std::vector<Tensor> pc = make_params(100), pg = clones(pc);
+  AdamW cpu(pc, o);
+  vk::GpuAdamW gpu(vktest::gpu(), pg, o);
+  double scale = 0;
+  int identical = 0, compared = 0;
+  for (int step = 0; step < 5; ++step) {
+    CAPTURE(step);
+    for (size_t i = 0; i < pc.size(); ++i) {
+      const Tensor g = vktest::randn(pc[i].shape(), 1000 + 10 * step + i, grad_scale);
+      pc[i].set_grad(g);
+      pg[i].set_grad(g.clone());
+    }
+    if (step == 2) pg[1].set_grad(Tensor()), pc[1].set_grad(Tensor());  // a param without a grad is skipped
+    const double lr = 1e-2 * (step + 1);
+    const double norm = clip_grad_norm(pc, max_norm);
+    cpu.step(lr);
+    gpu.clip_and_step(lr, max_norm);
+    const vk::GpuAdamW::Stats s = gpu.read_stats();
+    CHECK(std::abs(s.grad_norm - norm) <= 1e-6 * norm);
+    scale = s.clip_scale;
+    for (size_t i = 0; i < pc.size(); ++i) identical += same_bytes(pg[i], pc[i]);
+    compared += static_cast<int>(pc.size());
+    for (size_t i = 0; i < pc.size(); ++i) {
+      CAPTURE(i);
+      CHECK(rel_err(pg[i], pc[i]) <= 1e-6);
+      CHECK(rel_err(gpu.exp_avg()[i], cpu.exp_avg()[i]) <= 1e-6);
+      CHECK(rel_err(gpu.exp_avg_sq()[i], cpu.exp_avg_sq()[i]) <= 1e-6);
+    }
+    cpu.zero_grad();
+    gpu.zero_grad();
+  }
+  CHECK(gpu.step_count() == 5);
+  MESSAGE(identical << " of " << compared << " param tensors bit-identical to the CPU's after each step");
+  // Exact fma, division and sqrt in the kernel: the same bits as the CPU but for rare double roundings.
+  CHECK(identical * 10 >= compared * 9);
+  // The params really changed (the comparison above is not between two untouched copies).
+  CHECK(rel_err(pg[3], make_params(100)[3]) > 1e-3);
+  return scale;
+}
+
+// Params of a finished run's checkpoint, by name.
+std::vector<std::pair<std::string, Tensor>> checkpoint_tensors(const fs::path& run, int64_t step) {
+  return load_run_checkpoint((run / checkpoint_file_name(step)).string()).file.tensors;
+}
+
+const std::vector<std::string> kGpuRun = {"--set", "device=vulkan", "--set", "dispatch.threshold=0", "--set",
+                                          "dispatch.matmul_threshold=0", "--set", "train.log_interval=1"};
+
+// A host copy of a tensor's floats (downloads a GPU-resident one).
+std::vector<float> host_floats(const Tensor& t) {
+  const float* p = t.data<float>();
+  return std::vector<float>(p, p + t.numel());
+}
+
+// Params, m and v of a GPU optimizer, as host copies.
+std::vector<std::vector<float>> snapshot(vk::GpuAdamW& gpu, const std::vector<Tensor>& ps) {
+  std::vector<std::vector<float>> out;
+  for (size_t i = 0; i < ps.size(); ++i)
+    for (const Tensor& t : {ps[i], gpu.exp_avg()[i], gpu.exp_avg_sq()[i]}) out.push_back(host_floats(t));
+  return out;
+}
+
+bool same_floats(const std::vector<std::vector<float>>& a, const std::vector<std::vector<float>>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (a[i].size() != b[i].size() || std::memcmp(a[i].data(), b[i].data(), a[i].size() * 4) != 0) return false;
+  return true;
+}
+
+// Sets ALPHA_GUARD_INJECT (train/guard.h) for the scope of a test.
+struct Inject {
+  explicit Inject(const std::string& spec) { setenv("ALPHA_GUARD_INJECT", spec.c_str(), 1); }
+  ~Inject() { unsetenv("ALPHA_GUARD_INJECT"); }
+};
+
+std::vector<nlohmann::json> of_type(const fs::path& metrics, const std::string& type) {
+  std::vector<nlohmann::json> out;
+  for (const auto& r : read_jsonl(metrics))
+    if (r["type"] == type) out.push_back(r);
+  return out;
+}
+
+RunCheckpoint ckpt(const fs::path& run, int64_t step) {
+  return load_run_checkpoint((run / checkpoint_file_name(step)).string());
+}
+
+// Params, m and v of two checkpoints are bit-identical, tensor by tensor.
+void check_same_tensors(const RunCheckpoint& a, const RunCheckpoint& b) {
+  REQUIRE(a.file.tensors.size() == b.file.tensors.size());
+  for (size_t i = 0; i < a.file.tensors.size(); ++i) {
+    CAPTURE(a.file.tensors[i].first);
+    CHECK(a.file.tensors[i].first == b.file.tensors[i].first);
+    CHECK(same_bytes(a.file.tensors[i].second, b.file.tensors[i].second));
+  }
+}
+
+int train(const TempDir& d, std::vector<std::string> sets, std::string* err) {
+  std::vector<std::string> args = {"train", tiny_config(d.path), "--quiet"};
+  args.insert(args.end(), kGpuRun.begin(), kGpuRun.end());
+  for (const auto& s : sets) args.insert(args.end(), {"--set", s});
+  return cli(args, err);
+}
+
+}  // namespace
+
+TEST_CASE("gpu adamw: 5 steps match the CPU AdamW (weight decay on 2-D params, clipping inactive)") {
+  const AdamWOptions o{0.9, 0.99, 1e-8, 0.1};
+  CHECK(run_five_steps(1e6, 1.0, o) == 1.0);  // the norm is far below max_norm: scale exactly 1
+  CHECK(run_five_steps(0.0, 1.0, o) == 1.0);  // max_norm 0: clipping off
+}
+
+TEST_CASE("gpu adamw: 5 steps match the CPU AdamW with clipping active and no weight decay") {
+  const double scale = run_five_steps(0.5, 3.0, AdamWOptions{0.8, 0.95, 1e-6, 0.0});
+  CHECK(scale < 0.1);  // the grads (norm ~ 100) really were scaled
+}
+
+TEST_CASE("gpu adamw: the grad norm matches the CPU's double sum and is bit-identical run to run") {
+  vktest::GpuScope scope;
+  std::vector<Tensor> ps;
+  const std::vector<Shape> shapes = {{1}, {17}, {129}, {1000}, {300, 333}, {8193}};
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    ps.push_back(Tensor::zeros(shapes[i]).set_requires_grad(true));
+    // Magnitudes spread over 1e-3 .. 1e2, so small terms must not be lost next to large ones.
+    ps.back().set_grad(vktest::randn(shapes[i], 50 + i, std::pow(10.0, double(i) - 3.0)));
+  }
+  const double cpu_norm = clip_grad_norm(ps, 0.0);
+  std::vector<uint32_t> seen;
+  for (int run = 0; run < 3; ++run) {
+    std::vector<Tensor> pg = clones(ps);
+    for (size_t i = 0; i < ps.size(); ++i) pg[i].set_grad(ps[i].grad().clone());
+    vk::GpuAdamW gpu(vktest::gpu(), pg, AdamWOptions{});
+    gpu.clip_and_step(0.0, 1.0);
+    const vk::GpuAdamW::Stats s = gpu.read_stats();
+    CHECK(std::abs(s.grad_norm - cpu_norm) <= 1e-6 * cpu_norm);
+    // The clip coefficient is optim/clip.cpp's float formula on the (f32) norm.
+    const float want = 1.0f / (static_cast<float>(s.grad_norm) + 1e-6f);
+    CHECK(bits(static_cast<float>(s.clip_scale)) == bits(want));
+    seen.push_back(bits(static_cast<float>(s.grad_norm)));
+  }
+  CHECK(seen[0] == seen[1]);
+  CHECK(seen[1] == seen[2]);
+  MESSAGE("grad norm cpu " << cpu_norm << " gpu bits " << seen[0]);
+}
+
+TEST_CASE("gpu adamw: a step keeps the params on the GPU (host copies stale, nothing read back)") {
+  vktest::GpuScope scope;
+  std::vector<Tensor> ps = make_params(7);
+  vk::GpuAdamW gpu(vktest::gpu(), ps, AdamWOptions{});
+  for (Tensor& p : ps) p.set_grad(vktest::randn(p.shape(), 9));
+  const int64_t reads0 = vktest::gpu().queue_counters().host_reads;
+  gpu.clip_and_step(1e-3, 1.0);
+  gpu.add_loss(Tensor::scalar(2.5), true);
+  gpu.add_loss(Tensor::scalar(0.5), false);
+  CHECK(vktest::gpu().queue_counters().host_reads == reads0);  // recording reads nothing
+  for (const Tensor& p : ps) {
+    CHECK(p.storage()->device_valid());
+    CHECK(!p.storage()->host_valid());
+  }
+  CHECK(gpu.read_stats().loss == 3.0);
+  CHECK(vktest::gpu().queue_counters().host_reads == reads0 + 1);
+}
+
+TEST_CASE("optim.device gpu: a tiny GPT trains 20 steps on lavapipe like optim.device cpu, one host read per step") {
+  TempDir a, b;
+  std::string err;
+  const std::vector<std::string> common = {"train.max_steps=20", "train.eval_interval=100", "optim.decay_steps=20",
+                                           "train.sample_tokens=0"};
+  auto with = [&](std::string dev) {
+    std::vector<std::string> s = common;
+    s.push_back("optim.device=" + dev);
+    return s;
+  };
+  REQUIRE_MESSAGE(train(a, with("cpu"), &err) == kExitOk, err);
+  REQUIRE_MESSAGE(train(b, with("gpu"), &err) == kExitOk, err);
+  const fs::path ma = a.path / "run" / "metrics.jsonl", mb = b.path / "run" / "metrics.jsonl";
+  const auto la = records(ma, "step", "loss"), lb = records(mb, "step", "loss");
+  REQUIRE(la.size() == 20);
+  REQUIRE(lb.size() == 20);
+  for (size_t i = 0; i < la.size(); ++i) CHECK(std::abs(la[i] - lb[i]) <= 1e-5 * std::abs(la[i]));
+  CHECK(la.back() < la.front() - 0.1);  // it learned
+  const auto ga = records(ma, "step", "grad_norm"), gb = records(mb, "step", "grad_norm");
+  for (size_t i = 0; i < ga.size(); ++i) CHECK(std::abs(ga[i] - gb[i]) <= 1e-4 * ga[i]);
+  const auto ta = checkpoint_tensors(a.path / "run", 20), tb = checkpoint_tensors(b.path / "run", 20);
+  REQUIRE(ta.size() == tb.size());
+  double worst = 0;
+  int identical = 0;
+  for (size_t i = 0; i < ta.size(); ++i) {
+    CAPTURE(ta[i].first);
+    CHECK(ta[i].first == tb[i].first);
+    CHECK(rel_err(tb[i].second, ta[i].second) <= 1e-4);
+    worst = std::max(worst, rel_err(tb[i].second, ta[i].second));
+    identical += same_bytes(tb[i].second, ta[i].second);
+  }
+  MESSAGE("after 20 steps: " << identical << " of " << ta.size() << " tensors bit-identical, worst rel err " << worst);
+  CHECK(identical * 10 >= static_cast<int>(ta.size()) * 9);
+  // Host reads and bytes per step (the first step uploads the model, so look at the steady state).
+  int64_t up[2] = {0, 0}, down[2] = {0, 0}, reads[2] = {0, 0};
+  int k = 0;
+  for (const fs::path& m : {ma, mb}) {
+    std::vector<nlohmann::json> steps;
+    for (const auto& l : read_jsonl(m))
+      if (l["type"] == "step") steps.push_back(l["backend"]);
+    REQUIRE(steps.size() == 20);
+    for (size_t i = 1; i < steps.size(); ++i) {
+      REQUIRE(steps[i].contains("host_reads"));
+      if (k == 1) {
+        CHECK(steps[i]["host_reads"].get<int64_t>() == 1);  // the loss + grad norm, read together
+        CHECK(steps[i]["bytes_down"].get<int64_t>() == 16);
+      }
+    }
+    up[k] = steps[10]["bytes_up"].get<int64_t>();
+    down[k] = steps[10]["bytes_down"].get<int64_t>();
+    reads[k] = steps[10]["host_reads"].get<int64_t>();
+    ++k;
+  }
+  MESSAGE("per step, optim.device cpu: " << reads[0] << " host reads, " << up[0] << " B up, " << down[0]
+                                         << " B down; gpu: " << reads[1] << " reads, " << up[1] << " B up, " << down[1]
+                                         << " B down");
+  CHECK(reads[0] > reads[1]);
+  CHECK(down[0] > 100 * down[1]);
+}
+
+TEST_CASE("optim.device gpu: resume is bit-exact, and checkpoints resume under optim.device cpu too") {
+  TempDir a, b, c;
+  std::string err;
+  const std::vector<std::string> base = {"optim.device=gpu", "train.eval_interval=100", "train.sample_tokens=0",
+                                         "train.grad_accum=2"};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> s = base;
+    s.insert(s.end(), extra.begin(), extra.end());
+    return s;
+  };
+  REQUIRE_MESSAGE(train(a, with({"train.max_steps=8"}), &err) == kExitOk, err);
+  REQUIRE_MESSAGE(train(b, with({"train.max_steps=3"}), &err) == kExitOk, err);
+  std::vector<std::string> args = {"train", (b.path / "cfg.json").string(), "--quiet", "--resume"};
+  args.insert(args.end(), kGpuRun.begin(), kGpuRun.end());
+  for (const auto& s : with({"train.max_steps=8"})) args.insert(args.end(), {"--set", s});
+  REQUIRE_MESSAGE(cli(args, &err) == kExitOk, err);
+  CHECK(records(a.path / "run" / "metrics.jsonl", "step", "loss") ==
+        records(b.path / "run" / "metrics.jsonl", "step", "loss"));
+  const auto ta = checkpoint_tensors(a.path / "run", 8), tb = checkpoint_tensors(b.path / "run", 8);
+  REQUIRE(ta.size() == tb.size());
+  int moments = 0;
+  for (size_t i = 0; i < ta.size(); ++i) {
+    CAPTURE(ta[i].first);
+    CHECK(ta[i].first == tb[i].first);
+    CHECK(same_bytes(ta[i].second, tb[i].second));
+    moments += ta[i].first.rfind("adamw.", 0) == 0;
+  }
+  CHECK(moments > 0);
+
+  // The GPU optimizer's step-3 checkpoint resumed with the CPU AdamW continues like the GPU run.
+  fs::copy(b.path / "run" / checkpoint_file_name(3), c.path / "ckpt.alph");
+  tiny_config(c.path);
+  args = {"train", (c.path / "cfg.json").string(), "--quiet", "--resume", (c.path / "ckpt.alph").string()};
+  args.insert(args.end(), kGpuRun.begin(), kGpuRun.end());
+  std::vector<std::string> cpu_sets = base;
+  cpu_sets[0] = "optim.device=cpu";
+  cpu_sets.push_back("train.max_steps=8");
+  for (const auto& s : cpu_sets) args.insert(args.end(), {"--set", s});
+  REQUIRE_MESSAGE(cli(args, &err) == kExitOk, err);
+  const auto lc = records(c.path / "run" / "metrics.jsonl", "step", "loss");
+  const auto la = records(a.path / "run" / "metrics.jsonl", "step", "loss");
+  REQUIRE(lc.size() == 5);
+  for (size_t i = 0; i < lc.size(); ++i) CHECK(std::abs(lc[i] - la[i + 3]) <= 1e-5 * la[i + 3]);
+}
+
+TEST_CASE("optim.device gpu on a CPU run is refused with exit 2") {
+  TempDir d;
+  std::string err;
+  CHECK(cli({"train", tiny_config(d.path), "--quiet", "--set", "optim.device=gpu"}, &err) == kExitUsage);
+  CHECK_MESSAGE(err.find("\"optim.device\" is \"gpu\"") != std::string::npos, err);
+  CHECK(cli({"train", tiny_config(d.path), "--quiet", "--set", "optim.device=tpu"}, &err) == kExitUsage);
+}
+
+TEST_CASE("gpu adamw: a NaN/inf grad or loss vetoes the step on the GPU (p, m, v, count kept); the next matches the CPU") {
+  vktest::GpuScope scope;
+  const AdamWOptions o{0.9, 0.99, 1e-8, 0.1};
+  std::vector<Tensor> pc = make_params(300), pg = clones(pc);
+  AdamW cpu(pc, o);
+  vk::GpuAdamW gpu(vktest::gpu(), pg, o);
+  // A finite step on both (the CPU reference never sees the vetoed ones, like the trainer's CPU path).
+  auto good_step = [&](uint64_t seed, double lr, bool read) {
+    for (size_t i = 0; i < pc.size(); ++i) {
+      const Tensor g = vktest::randn(pc[i].shape(), seed + i, 3.0);
+      pc[i].set_grad(g);
+      pg[i].set_grad(g.clone());
+    }
+    const double norm = clip_grad_norm(pc, 1.0);
+    cpu.step(lr);
+    gpu.clip_and_step(lr, 1.0);  // no add_loss: the stale NaN loss sum of a vetoed step is not checked
+    if (read) {
+      const vk::GpuAdamW::Stats s = gpu.read_stats();
+      CHECK(!s.skipped);
+      CHECK(std::abs(s.grad_norm - norm) <= 1e-6 * norm);
+    }
+    cpu.zero_grad();
+    gpu.zero_grad();
+  };
+  // Grads with element 5 of param 3 set to `bad_grad`, and the loss `loss`.
+  auto bad_step = [&](float bad_grad, float loss, bool read) {
+    for (size_t i = 0; i < pg.size(); ++i) {
+      Tensor g = vktest::randn(pg[i].shape(), 700 + i);
+      if (i == 3) g.mutable_data<float>()[5] = bad_grad;
+      pg[i].set_grad(g);
+    }
+    gpu.add_loss(Tensor::scalar(loss), true);
+    gpu.clip_and_step(1e-2, 1.0);
+    vk::GpuAdamW::Stats s;
+    if (read) s = gpu.read_stats();
+    gpu.zero_grad();
+    return s;
+  };
+  good_step(400, 1e-2, true);
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  struct Bad {
+    const char* what;
+    float grad, loss;
+  };
+  for (const Bad& b : {Bad{"NaN grad", nan, 1.0f}, Bad{"+inf grad", inf, 1.0f}, Bad{"-inf grad", -inf, 1.0f},
+                       Bad{"NaN loss", 0.5f, nan}, Bad{"inf loss", 0.5f, inf}}) {
+    CAPTURE(b.what);
+    const auto before = snapshot(gpu, pg);
+    const vk::GpuAdamW::Stats s = bad_step(b.grad, b.loss, true);
+    CHECK(s.skipped);
+    CHECK(!(std::isfinite(s.grad_norm) && std::isfinite(s.loss)));
+    CHECK(std::isfinite(s.grad_norm) == std::isfinite(b.grad));
+    CHECK(gpu.step_count() == 1);
+    CHECK(same_floats(snapshot(gpu, pg), before));
+  }
+  good_step(800, 2e-2, true);
+  // A vetoed step whose stats are never read: the next clip_and_step reads them and gets the count right.
+  bad_step(nan, 1.0f, false);
+  good_step(900, 3e-2, true);
+  CHECK(cpu.step_count() == 3);
+  CHECK(gpu.step_count() == 3);
+  int identical = 0;
+  for (size_t i = 0; i < pc.size(); ++i) {
+    CAPTURE(i);
+    CHECK(rel_err(pg[i], pc[i]) <= 1e-6);
+    CHECK(rel_err(gpu.exp_avg()[i], cpu.exp_avg()[i]) <= 1e-6);
+    CHECK(rel_err(gpu.exp_avg_sq()[i], cpu.exp_avg_sq()[i]) <= 1e-6);
+    identical += same_bytes(pg[i], pc[i]);
+  }
+  CHECK(identical * 10 >= static_cast<int>(pc.size()) * 9);
+  CHECK(rel_err(pg[3], make_params(300)[3]) > 1e-3);  // the finite steps did move the params
+}
+
+TEST_CASE("gpu adamw: inv_scale unscales like LossScaler::unscale, then clips like clip_grad_norm") {
+  for (const double max_norm : {1e6, 0.5}) {
+    CAPTURE(max_norm);
+    vktest::GpuScope scope;
+    const AdamWOptions o{0.9, 0.95, 1e-8, 0.1};
+    std::vector<Tensor> pc = make_params(40), pg = clones(pc);
+    AdamW cpu(pc, o);
+    vk::GpuAdamW gpu(vktest::gpu(), pg, o);
+    LossScaler scaler(LossScaleOptions{1024.0, 2.0, 0.5, 2});  // grows every 2 steps: 1024, 1024, 2048, 2048
+    int identical = 0, compared = 0;
+    for (int step = 0; step < 4; ++step) {
+      CAPTURE(step);
+      for (size_t i = 0; i < pc.size(); ++i) {  // scaled grads, as the backward seeded with scale() makes them
+        const Tensor g = vktest::randn(pc[i].shape(), 60 + 10 * step + i, scaler.scale());
+        pc[i].set_grad(g);
+        pg[i].set_grad(g.clone());
+      }
+      const double inv = 1.0 / scaler.scale();
+      REQUIRE(scaler.unscale(pc));
+      const double norm = clip_grad_norm(pc, max_norm);
+      cpu.step(1e-2);
+      gpu.clip_and_step(1e-2, max_norm, inv);
+      const vk::GpuAdamW::Stats s = gpu.read_stats();
+      scaler.update(true);
+      CHECK(!s.skipped);
+      CHECK(std::abs(s.grad_norm - norm) <= 1e-6 * norm);  // the unscaled norm
+      if (max_norm > 1e5) CHECK(s.clip_scale == inv);      // not clipped: the coefficient is 1/S exactly
+      else CHECK(s.clip_scale < 0.5 * inv);
+      for (size_t i = 0; i < pc.size(); ++i) {
+        CHECK(rel_err(pg[i], pc[i]) <= 1e-6);
+        CHECK(rel_err(gpu.exp_avg()[i], cpu.exp_avg()[i]) <= 1e-6);
+        CHECK(rel_err(gpu.exp_avg_sq()[i], cpu.exp_avg_sq()[i]) <= 1e-6);
+        identical += same_bytes(pg[i], pc[i]) && same_bytes(gpu.exp_avg()[i], cpu.exp_avg()[i]);
+      }
+      compared += static_cast<int>(pc.size());
+      cpu.zero_grad();
+      gpu.zero_grad();
+    }
+    CHECK(scaler.scale() == 4096.0);
+    CHECK(identical * 10 >= compared * 9);
+  }
+}
+
+TEST_CASE("optim.device gpu, guard skip: a NaN loss or grad at update 6 leaves params, m, v of update 5 bit-identical") {
+  for (const std::string spec : {"forward:gelu@6", "backward:matmul@6"}) {
+    CAPTURE(spec);
+    const bool loss_fault = spec.rfind("forward", 0) == 0;
+    Inject inject(spec);
+    TempDir g, c;
+    std::string err;
+    const std::vector<std::string> sets = {"checkpoint.interval=1", "checkpoint.keep_last=100", "train.sample_tokens=0",
+                                           "train.eval_interval=100", "guard.policy=skip", "optim.decay_steps=7"};
+    auto with = [&](std::vector<std::string> extra) {
+      extra.insert(extra.begin(), sets.begin(), sets.end());
+      return extra;
+    };
+    // GPU: 6 updates (the last one bad, so its checkpoint is the final save), then resumed for a 7th.
+    REQUIRE_MESSAGE(train(g, with({"optim.device=gpu", "train.max_steps=6"}), &err) == kExitOk, err);
+    std::vector<std::string> args = {"train", (g.path / "cfg.json").string(), "--quiet", "--resume"};
+    args.insert(args.end(), kGpuRun.begin(), kGpuRun.end());
+    for (const auto& s : with({"optim.device=gpu", "train.max_steps=7"})) args.insert(args.end(), {"--set", s});
+    REQUIRE_MESSAGE(cli(args, &err) == kExitOk, err);
+    REQUIRE_MESSAGE(train(c, with({"optim.device=cpu", "train.max_steps=7"}), &err) == kExitOk, err);
+    const fs::path run = g.path / "run";
+    const RunCheckpoint c5 = ckpt(run, 5), c6 = ckpt(run, 6), c7 = ckpt(run, 7);
+    check_same_tensors(c5, c6);
+    CHECK(c5.optimizer_step == 5);
+    CHECK(c6.optimizer_step == 5);
+    CHECK(c7.optimizer_step == 6);  // training went on
+    CHECK(c6.state.step == 6);
+    CHECK(c6.state.guard == GuardState{1, 1, 0, 0, 1, 1.0});
+    CHECK(c7.state.guard == GuardState{1, 1, 0, 0, 0, 1.0});
+    const auto guards = of_type(run / "metrics.jsonl", "guard");
+    REQUIRE(guards.size() == 1);
+    CHECK(guards[0]["step"] == 6);
+    CHECK(guards[0]["event"] == (loss_fault ? "nonfinite_loss" : "nonfinite_grad"));
+    CHECK(guards[0]["action"] == "skip");
+    const std::string origin = guards[0]["origin"];
+    CHECK(origin.rfind(loss_fault ? "forward op 'gelu'" : "backward op 'matmul'", 0) == 0);
+    // The CPU AdamW that skipped the same step: same guard record, same params after update 7.
+    const auto cguards = of_type(c.path / "run" / "metrics.jsonl", "guard");
+    REQUIRE(cguards.size() == 1);
+    CHECK(cguards[0]["event"] == guards[0]["event"]);
+    CHECK(cguards[0]["action"] == "skip");
+    const RunCheckpoint cc7 = ckpt(c.path / "run", 7);
+    CHECK(cc7.optimizer_step == 6);
+    REQUIRE(cc7.file.tensors.size() == c7.file.tensors.size());
+    for (size_t i = 0; i < c7.file.tensors.size(); ++i) {
+      CAPTURE(c7.file.tensors[i].first);
+      CHECK(rel_err(c7.file.tensors[i].second, cc7.file.tensors[i].second) <= 1e-4);
+    }
+    const auto steps_g = of_type(run / "metrics.jsonl", "step");
+    const auto steps_c = of_type(c.path / "run" / "metrics.jsonl", "step");
+    REQUIRE(steps_g.size() == 7);
+    REQUIRE(steps_c.size() == 7);
+    const double lg = steps_g[6]["loss"].get<double>(), lc = steps_c[6]["loss"].get<double>();
+    CHECK(std::abs(lg - lc) <= 1e-5 * lc);
+  }
+}
+
+TEST_CASE("f16 with optim.device gpu: losses and loss scale as with optim.device cpu; an overflow is skipped") {
+  // A NaN gradient of a finite loss at update 5 (the cast back to the f32 masters) is an overflow for the
+  // scaler: the update is skipped, the scale halved, and the numerics guard is not involved.
+  Inject inject("backward:cast@5");
+  TempDir a, b;
+  std::string err;
+  const std::vector<std::string> sets = {"model.precision=f16",     "train.max_steps=12",   "checkpoint.interval=1",
+                                         "checkpoint.keep_last=100", "train.sample_tokens=0", "train.eval_interval=100"};
+  for (const char* dev : {"cpu", "gpu"}) {
+    std::vector<std::string> s = sets;
+    s.push_back(std::string("optim.device=") + dev);
+    REQUIRE_MESSAGE(train(dev == std::string("cpu") ? a : b, s, &err) == kExitOk, err);
+  }
+  const fs::path ma = a.path / "run" / "metrics.jsonl", mb = b.path / "run" / "metrics.jsonl";
+  const auto la = records(ma, "step", "loss"), lb = records(mb, "step", "loss");
+  REQUIRE(la.size() == 12);
+  REQUIRE(lb.size() == 12);
+  for (size_t i = 0; i < la.size(); ++i) CHECK(std::abs(la[i] - lb[i]) <= 1e-5 * std::abs(la[i]));
+  CHECK(la.back() < la.front() - 0.1);  // it learned
+  for (const fs::path& m : {ma, mb}) {
+    CAPTURE(m);
+    const auto scales = records(m, "step", "loss_scale"), skips = records(m, "step", "loss_scale_skips");
+    const auto norms = records(m, "step", "grad_norm");
+    REQUIRE(scales.size() == 12);
+    for (size_t i = 0; i < 12; ++i) {
+      CHECK(scales[i] == (i < 4 ? 65536.0 : 32768.0));
+      CHECK(skips[i] == (i < 4 ? 0.0 : 1.0));
+      CHECK((norms[i] == 0.0) == (i == 4));  // the skipped update's record reads 0
+    }
+    CHECK(of_type(m, "guard").empty());
+  }
+  const fs::path rb = b.path / "run";
+  check_same_tensors(ckpt(rb, 4), ckpt(rb, 5));
+  CHECK(ckpt(rb, 5).optimizer_step == 4);
+  const RunCheckpoint ca = ckpt(a.path / "run", 12), cb = ckpt(rb, 12);
+  CHECK(cb.optimizer_step == 11);
+  CHECK(ca.optimizer_step == 11);
+  CHECK(cb.state.loss_scale == LossScaleState{32768.0, 7, 1});
+  CHECK(cb.state.loss_scale == ca.state.loss_scale);
+  CHECK(cb.state.guard == GuardState{});
+  REQUIRE(ca.file.tensors.size() == cb.file.tensors.size());
+  for (size_t i = 0; i < ca.file.tensors.size(); ++i) {
+    CAPTURE(ca.file.tensors[i].first);
+    CHECK(rel_err(cb.file.tensors[i].second, ca.file.tensors[i].second) <= 1e-4);
+  }
+}

@@ -1,0 +1,235 @@
+// Fused attention on the GPU (spirv/attention*.comp via vk/attention.cpp) against the CPU oracle
+// (core/cpu/attention.cpp) at awkward sizes: out, lse, dq, dk, dv within 1e-4 of the largest value, the same
+// dropout masks, bit-identical repeated runs, strided head views read in place, no validation errors.
+//
+// Dimension legend: B batch, H heads, Tq query rows, Tk keys, D head size, C = H*D.
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "autograd/ops.h"
+#include "autograd/tape.h"
+#include "core/rng.h"
+#include "tests/vk_test_util.h"
+
+using namespace alpha;
+using namespace alpha::vktest;
+
+namespace {
+
+// max_i |a_i - b_i| / max(1, max_i |b_i|). Inputs are O(1), so results are too; the floor of 1 keeps results that
+// cancel to ~0 (T = 1: dq = dk = 0 up to rounding) from turning f32 rounding into a huge relative error.
+double rel_diff(const Tensor& a, const Tensor& b) {
+  REQUIRE(a.defined());
+  REQUIRE(a.shape() == b.shape());
+  const auto av = a.to_f64_vector(), bv = b.to_f64_vector();
+  double m = 0, s = 1.0;
+  for (size_t i = 0; i < av.size(); ++i) {
+    m = std::max(m, std::isnan(av[i]) ? INFINITY : std::fabs(av[i] - bv[i]));
+    s = std::max(s, std::fabs(bv[i]));
+  }
+  return m / s;
+}
+
+struct Case {
+  int64_t B, H, Tq, Tk, D;
+  bool causal;
+  double p;
+  bool views;  // q, k, v as head views of one (B, T, 3C) tensor (GPT's layout); else contiguous
+};
+
+std::string name(const Case& c) {
+  return fmt::format("B={} H={} Tq={} Tk={} D={} causal={} p={} views={}", c.B, c.H, c.Tq, c.Tk, c.D, c.causal, c.p,
+                     c.views);
+}
+
+struct Inputs {
+  Tensor q, k, v, dout;
+};
+Inputs make_inputs(const Case& c) {
+  Inputs in;
+  if (c.views) {
+    REQUIRE(c.Tq == c.Tk);
+    const int64_t C = c.H * c.D;
+    const Tensor qkv = randn({c.B, c.Tq, 3 * C}, 40);
+    const Tensor split = qkv.view({c.B, c.Tq, 3, c.H, c.D});
+    auto head = [&](int64_t i) { return split.narrow(2, i, 1).squeeze(2).transpose(1, 2); };
+    in.q = head(0), in.k = head(1), in.v = head(2);
+  } else {
+    in.q = randn({c.B, c.H, c.Tq, c.D}, 41), in.k = randn({c.B, c.H, c.Tk, c.D}, 42),
+    in.v = randn({c.B, c.H, c.Tk, c.D}, 43);
+  }
+  in.dout = randn({c.B, c.H, c.Tq, c.D}, 44);
+  return in;
+}
+
+ops::AttentionParams params(const Case& c) {
+  ops::AttentionParams ap;
+  ap.scale = 1.0 / std::sqrt(double(c.D));
+  ap.causal = c.causal;
+  ap.p = c.p;
+  ap.seed = 0x1234567890abcdefULL;
+  ap.offset = 0xFFFFFF00ULL;  // positions cross 2^32: the shader's 64-bit carry is exercised
+  return ap;
+}
+
+}  // namespace
+
+TEST_CASE("vk attention forward and backward match the CPU at awkward sizes") {
+  GpuScope g;
+  for (const Case c : {Case{1, 1, 1, 1, 16, true, 0.0, false}, Case{1, 3, 17, 17, 16, true, 0.0, true},
+                       Case{2, 3, 65, 65, 64, true, 0.0, true}, Case{1, 1, 129, 129, 64, true, 0.0, false},
+                       Case{3, 2, 33, 33, 16, true, 0.2, true}, Case{1, 3, 17, 40, 16, true, 0.0, false},
+                       Case{2, 1, 9, 23, 64, false, 0.1, false}, Case{1, 6, 65, 65, 64, true, 0.3, true},
+                       Case{1, 2, 40, 40, 128, true, 0.1, false}}) {  // widest head: smaller blocks
+    INFO(name(c));
+    const Inputs in = make_inputs(c);
+    const auto ap = params(c);
+    const auto gf = on_gpu([&] { return ops::attention(in.q, in.k, in.v, ap); });
+    const auto cf = on_cpu([&] { return ops::attention(in.q, in.k, in.v, ap); });
+    CHECK(rel_diff(gf.out, cf.out) < 1e-4);
+    CHECK(rel_diff(gf.lse, cf.lse) < 1e-4);
+    CHECK(gf.out.transpose(1, 2).is_contiguous());
+    // Backward from the GPU's own forward results (as training runs it) and the CPU's from its own.
+    const auto gb = on_gpu([&] { return ops::attention_backward(in.dout, in.q, in.k, in.v, gf.out, gf.lse, ap); });
+    const auto cb = on_cpu([&] { return ops::attention_backward(in.dout, in.q, in.k, in.v, cf.out, cf.lse, ap); });
+    CHECK(rel_diff(gb.dq, cb.dq) < 1e-4);
+    CHECK(rel_diff(gb.dk, cb.dk) < 1e-4);
+    CHECK(rel_diff(gb.dv, cb.dv) < 1e-4);
+  }
+  expect_clean();
+}
+
+TEST_CASE("vk attention dropout drops exactly the CPU's probabilities") {
+  GpuScope g;
+  // v = identity rows (Tk = D): out row i is row i of the dropped and scaled probabilities.
+  const int64_t B = 2, H = 3, T = 20, D = 20;
+  std::vector<float> eye(static_cast<size_t>(B * H * T * D), 0.0f);
+  for (int64_t bh = 0; bh < B * H; ++bh)
+    for (int64_t j = 0; j < T; ++j) eye[static_cast<size_t>((bh * T + j) * D + j)] = 1.0f;
+  const Tensor v = Tensor::from_vector(eye, {B, H, T, D});
+  const Tensor q = randn({B, H, T, D}, 45), k = randn({B, H, T, D}, 46);
+  const Case c{B, H, T, T, D, true, 0.5, false};
+  const auto ap = params(c);
+  const Tensor go = on_gpu([&] { return ops::attention(q, k, v, ap).out; });
+  const Tensor co = on_cpu([&] { return ops::attention(q, k, v, ap).out; });
+  const auto gv = go.to_f64_vector(), cv = co.to_f64_vector();
+  int64_t dropped = 0, kept = 0;
+  for (size_t i = 0; i < gv.size(); ++i) {
+    const bool cpu_zero = cv[i] == 0.0;
+    if ((gv[i] == 0.0) != cpu_zero) {
+      FAIL_CHECK("mask differs at element " << i << ": GPU " << gv[i] << " CPU " << cv[i]);
+      break;
+    }
+    dropped += cpu_zero, kept += !cpu_zero;
+  }
+  CHECK(kept > 100);  // both kept and dropped entries occur (the causal zeros count as dropped)
+  CHECK(dropped > kept / 2);
+  expect_clean();
+}
+
+TEST_CASE("vk attention is deterministic: repeated runs give identical bits") {
+  GpuScope g;
+  const Case c{2, 3, 65, 65, 64, true, 0.2, true};
+  const Inputs in = make_inputs(c);
+  const auto ap = params(c);
+  auto run = [&] {
+    const auto f = ops::attention(in.q, in.k, in.v, ap);
+    const auto b = ops::attention_backward(in.dout, in.q, in.k, in.v, f.out, f.lse, ap);
+    return std::vector<std::vector<double>>{f.out.to_f64_vector(), f.lse.to_f64_vector(), b.dq.to_f64_vector(),
+                                            b.dk.to_f64_vector(), b.dv.to_f64_vector()};
+  };
+  const auto a = run(), b = run();
+  for (size_t i = 0; i < a.size(); ++i) CHECK(a[i] == b[i]);
+  expect_clean();
+}
+
+TEST_CASE("vk attention reads head views in place: one dispatch forward, three backward") {
+  GpuScope g;
+  const Case c{2, 2, 17, 17, 16, true, 0.0, true};
+  const Inputs in = make_inputs(c);
+  const auto ap = params(c);
+  gpu().sync();
+  const int64_t before = gpu().queue_counters().dispatches;
+  const auto f = on_gpu([&] { return ops::attention(in.q, in.k, in.v, ap); });
+  CHECK(gpu().queue_counters().dispatches - before == 1);
+  const auto b = on_gpu([&] { return ops::attention_backward(in.dout, in.q, in.k, in.v, f.out, f.lse, ap); });
+  CHECK(gpu().queue_counters().dispatches - before == 1 + 3);
+  CHECK(b.dq.defined());
+  expect_clean();
+}
+
+TEST_CASE("vk attention packed gradients (GPT's qkv layout) match the CPU; attention_qkv costs 1 + 3 dispatches") {
+  GpuScope g;
+  for (const Case c : {Case{2, 3, 17, 17, 16, true, 0.0, true}, Case{1, 2, 65, 65, 64, true, 0.2, true}}) {
+    INFO(name(c));
+    const Inputs in = make_inputs(c);
+    const auto ap = params(c);
+    const auto f = on_cpu([&] { return ops::attention(in.q, in.k, in.v, ap); });
+    const auto gb = on_gpu([&] { return ops::attention_backward(in.dout, in.q, in.k, in.v, f.out, f.lse, ap, true); });
+    const auto cb = on_cpu([&] { return ops::attention_backward(in.dout, in.q, in.k, in.v, f.out, f.lse, ap, true); });
+    REQUIRE(gb.dqkv.defined());
+    CHECK(gb.dqkv.shape() == Shape({c.B, c.Tq, 3 * c.H * c.D}));
+    CHECK(rel_diff(gb.dqkv, cb.dqkv) < 1e-4);
+    CHECK(rel_diff(gb.dk, cb.dk) < 1e-4);  // the head views point into dqkv
+  }
+  // Through autograd, as GPT runs it: the heads are read in place (1 dispatch forward) and dqkv is written whole.
+  auto run = [](bool count) {
+    Tensor qkv = randn({2, 17, 3 * 32}, 47);
+    qkv.set_requires_grad(true);
+    Rng rng(3);
+    gpu().sync();
+    const int64_t before = gpu().queue_counters().dispatches;
+    const Tensor y = ag::attention_qkv(qkv, 2, true, 0.1, rng);
+    if (count) CHECK(gpu().queue_counters().dispatches - before == 1);
+    ag::backward(ag::sum_all(ag::mul(y, randn({2, 17, 32}, 48))));
+    return std::pair{y, qkv.grad()};
+  };
+  const auto [gy, gdqkv] = run(true);
+  const auto [cy, cdqkv] = on_cpu([&] { return run(false); });
+  CHECK(rel_diff(gy, cy) < 1e-4);
+  CHECK(rel_diff(gdqkv, cdqkv) < 1e-4);
+  expect_clean();
+}
+
+
+TEST_CASE("vk attention: dispatches of GPT's attention section (qkv -> y), fused vs unfused") {
+  GpuScope g;
+  const int64_t B = 2, T = 16, H = 2, D = 16, C = H * D;
+  for (const double p : {0.0, 0.1}) {
+    int64_t counts[2][2] = {};  // [fused][forward, backward]
+    for (const bool fused : {true, false}) {
+      Tensor qkv = randn({B, T, 3 * C}, 49);
+      qkv.set_requires_grad(true);
+      const Tensor R = randn({B, T, C}, 50);
+      Rng rng(4);
+      gpu().sync();
+      const int64_t d0 = gpu().queue_counters().dispatches;
+      Tensor y;
+      if (fused) {
+        y = ag::attention_qkv(qkv, H, true, p, rng);
+      } else {  // train/gpt.cpp's unfused block
+        auto head = [&](int64_t i) { return ag::transpose(ag::reshape(ag::narrow(qkv, 2, i * C, C), {B, T, H, D}), 1, 2); };
+        Tensor att = ag::scale(ag::matmul(head(0), head(1), false, true), 1.0 / std::sqrt(double(D)));
+        att = ag::dropout(ag::softmax(att, true), p, rng, true);
+        y = ag::reshape(ag::contiguous(ag::transpose(ag::matmul(att, head(2)), 1, 2)), {B, T, C});
+      }
+      const int64_t d1 = gpu().queue_counters().dispatches;
+      // Seed the backward with R directly: record y * R and sum, then subtract those two ops' dispatches.
+      const Tensor l = ag::sum_all(ag::mul(y, R));
+      const int64_t d2 = gpu().queue_counters().dispatches;
+      ag::backward(l);
+      const int64_t d3 = gpu().queue_counters().dispatches;
+      counts[fused][0] = d1 - d0;
+      counts[fused][1] = d3 - d2;  // includes the backward of mul and sum_all, the same for both
+    }
+    MESSAGE("p=", p, " dispatches forward fused ", counts[1][0], " unfused ", counts[0][0], "; backward (+ mul/sum) fused ",
+            counts[1][1], " unfused ", counts[0][1]);
+    CHECK(counts[1][0] == 1);
+    CHECK(counts[1][0] < counts[0][0]);
+    CHECK(counts[1][1] < counts[0][1]);
+  }
+  expect_clean();
+}

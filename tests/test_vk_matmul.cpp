@@ -1,0 +1,115 @@
+// The GPU matmul kernels against the CPU: each SIMT tile variant (128- and 64-wide) at sizes that cut tiles
+// and K steps mid-way, every transpose, batched and broadcast operands; the cooperative-matrix kernel where
+// the device has it (NV coopmat: the GPU machine), against the CPU on f16-rounded operands.
+// Dimension legend: M/K/N matmul, nb batches.
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "core/dtype.h"
+#include "vk_test_util.h"
+
+using namespace alpha;
+using namespace alpha::vktest;
+
+namespace {
+struct Case {
+  int64_t nb, M, K, N;
+};
+
+// Runs every transpose combination of (nb, M, K) x (nb, K, N) on the GPU and the CPU; returns the kernel used.
+std::string check_case(const Case& c, double rtol, double atol, bool round_f16 = false) {
+  std::string kernel;
+  for (bool ta : {false, true})
+    for (bool tb : {false, true}) {
+      Tensor a = randn(ta ? Shape{c.nb, c.K, c.M} : Shape{c.nb, c.M, c.K}, 100 + c.M);
+      Tensor b = randn(tb ? Shape{c.nb, c.N, c.K} : Shape{c.nb, c.K, c.N}, 200 + c.N);
+      if (round_f16) {  // the coopmat kernel rounds operands to f16: the reference multiplies the rounded values
+        for (Tensor* t : {&a, &b}) {
+          float* p = t->mutable_data<float>();
+          for (int64_t i = 0; i < t->numel(); ++i) p[i] = f16_to_f32(f32_to_f16(p[i]));
+        }
+      }
+      const Tensor got = on_gpu([&] { return ops::matmul(a, b, ta, tb); });
+      expect_close(got, on_cpu([&] { return ops::matmul(a, b, ta, tb); }), rtol, atol,
+                   fmt::format("{} x {}x{}x{} ta={} tb={}", c.nb, c.M, c.K, c.N, ta, tb));
+      kernel = gpu().matmul_kernel(DType::f32, c.M, c.N, c.K, c.nb);
+      if (gpu().matmul_splits(kernel, c.M, c.N, c.K, c.nb) > 1) kernel += " split";
+    }
+  return kernel;
+}
+}  // namespace
+
+TEST_CASE("vk matmul SIMT kernels: 128-wide and 64-wide tiles match the CPU at tile-cutting sizes") {
+  GpuScope g;
+  gpu().set_matmul_mode(vk::MatmulMode::simt);
+  // 64 x 2 x 2 = 256 tiles of 128: the 128-wide kernel; M, N = 129 leave a 1-row/col edge tile, K = 33 a partial step.
+  CHECK(check_case({64, 129, 33, 129}, 1e-5, 1e-5) == "matmul_f32");
+  // Few tiles: the 64-wide kernel; K = 17 cuts its 16-deep step, M = 65 / N = 3 cut the tile.
+  CHECK(check_case({1, 65, 17, 3}, 1e-5, 1e-5) == "matmul_small_f32");
+  CHECK(check_case({3, 1, 1, 1}, 1e-5, 1e-5) == "matmul_small_f32");
+  CHECK(check_case({2, 17, 130, 70}, 1e-5, 1e-5) == "matmul_small_f32");
+  // Few tiles and a long K (a weight gradient, K = B*T): split-K, K = 1000 cutting the last 256-deep slice.
+  CHECK(check_case({1, 130, 1000, 33}, 1e-5, 1e-4) == "matmul_f32 split");
+  CHECK(check_case({2, 5, 520, 3}, 1e-5, 1e-4) == "matmul_f32 split");
+  // A single matrix shared by every batch (stride 0): the GPT linear layers' weight.
+  const Tensor x = randn({300, 4, 9}, 7), w = randn({9, 5}, 8);
+  expect_close(on_gpu([&] { return ops::matmul(x, w); }), on_cpu([&] { return ops::matmul(x, w); }), 1e-5, 1e-5,
+               "broadcast weight");
+  CHECK(gpu().matmul_kernel(DType::f32, 4, 5, 9, 300) == "matmul_f32");
+  gpu().set_matmul_mode(vk::matmul_mode_from_env());
+  expect_clean();
+}
+
+TEST_CASE("vk matmul kernel choice: coopmat only where the device has NV cooperative matrices") {
+  GpuScope g;
+  const bool has = gpu().runtime().device().features().nv_coopmat_f16;
+  gpu().set_matmul_mode(vk::MatmulMode::coopmat);
+  CHECK(gpu().matmul_kernel(DType::f32, 512, 512, 64, 1) == (has ? "matmul_cm_f32" : "matmul_small_f32"));
+  gpu().set_matmul_mode(vk::MatmulMode::automatic);
+  CHECK(gpu().matmul_kernel(DType::f32, 512, 512, 64, 1) == "matmul_small_f32");  // f32 operands stay exact by default
+  CHECK(gpu().matmul_kernel(DType::f16, 512, 512, 64, 1) == (has ? "matmul_cm_f16" : "matmul_small_f16"));
+  gpu().set_matmul_mode(vk::matmul_mode_from_env());
+}
+
+TEST_CASE("vk matmul coopmat kernel (NV, f16 operands, f32 accumulation) matches the CPU on f16-rounded operands") {
+  GpuScope g;
+  if (!gpu().runtime().device().features().nv_coopmat_f16) {
+    // lavapipe (CI) has no cooperative matrices; the kernel-choice test above checks the SIMT fallback.
+    MESSAGE("device without NV cooperative matrices: the coopmat kernel runs on the GPU machine (scripts/gpu/run.sh)");
+    CHECK(gpu().matmul_kernel(DType::f32, 512, 512, 64, 1) != "matmul_cm_f32");
+    return;
+  }
+  gpu().set_matmul_mode(vk::MatmulMode::coopmat);
+  // Products of f16 values are exact in f32, so only the f32 summation order differs from the CPU.
+  for (const Case& c : {Case{1, 1, 1, 1}, Case{2, 17, 33, 65}, Case{1, 129, 100, 130}, Case{4, 256, 64, 256},
+                        Case{1, 1000, 384, 1152}})
+    CHECK(check_case(c, 1e-4, 1e-4, true) == "matmul_cm_f32");
+  CHECK(check_case({1, 384, 4096, 130}, 1e-4, 1e-3, true) == "matmul_cm_f32 split");  // a weight gradient's shape
+  gpu().set_matmul_mode(vk::matmul_mode_from_env());
+  expect_clean();
+}
+
+TEST_CASE("vk matmul with f16 operands: f16 out within one f16 rounding of the CPU, every kernel path of the device") {
+  GpuScope g;
+  gpu().set_matmul_mode(vk::MatmulMode::automatic);
+  const bool has = gpu().runtime().device().features().nv_coopmat_f16;
+  // Sizes multiples of 8 (coopmat: 16-byte loads), ragged sizes, and a long K (coopmat: split-K through f32
+  // partials, then one rounding to f16). The CPU multiplies the same f16 values in f32 and rounds once.
+  for (const Case& c : {Case{2, 64, 32, 48}, Case{1, 17, 33, 65}, Case{1, 128, 1024, 40}, Case{3, 40, 24, 8}}) {
+    for (bool ta : {false, true})
+      for (bool tb : {false, true}) {
+        const Tensor a = ops::cast(randn(ta ? Shape{c.nb, c.K, c.M} : Shape{c.nb, c.M, c.K}, 300 + c.M), DType::f16);
+        const Tensor b = ops::cast(randn(tb ? Shape{c.nb, c.N, c.K} : Shape{c.nb, c.K, c.N}, 400 + c.N), DType::f16);
+        const Tensor got = on_gpu([&] { return ops::matmul(a, b, ta, tb); });
+        CHECK(got.dtype() == DType::f16);
+        // One f16 rounding of the result (2^-11 relative) plus f32 summation-order differences.
+        expect_close(got, on_cpu([&] { return ops::matmul(a, b, ta, tb); }), 2e-3, 2e-3 * std::sqrt(double(c.K)),
+                     fmt::format("f16 {} x {}x{}x{} ta={} tb={}", c.nb, c.M, c.K, c.N, ta, tb));
+      }
+    const std::string k = gpu().matmul_kernel(DType::f16, c.M, c.N, c.K, c.nb);
+    CHECK(k == (has ? "matmul_cm_f16" : c.M * c.N * c.nb >= 128 * 128 * 256 ? "matmul_f16" : "matmul_small_f16"));
+  }
+  gpu().set_matmul_mode(vk::matmul_mode_from_env());
+  expect_clean();
+}

@@ -1,0 +1,157 @@
+// Fused attention on the GPU (spirv/attention.comp forward, spirv/attention_bwd.comp backward: row dots, dq,
+// dk+dv). q, k, v and dO are read in place through their views (offset + batch/head/row strides, unit stride
+// along D), so the head views of a qkv projection need no copies. Block sizes fit the device's shared memory.
+//
+// Dimension legend: B batch, H heads, Tq query rows, Tk keys, D head size.
+#include <cmath>
+#include <limits>
+
+#include "spirv/push_constants.h"
+#include "vk/backend.h"
+
+namespace alpha::vk {
+
+namespace {
+
+constexpr uint32_t kRowsPerGroup = 64;  // forward / dq: query rows per workgroup (one per invocation)
+constexpr uint32_t kMaxHeadDim = 128;
+
+// (offset, batch, head, row) strides of a (B, H, T, D) view; false when D's stride is not 1 or an index
+// the shader forms would not fit 32 bits.
+bool view_layout(const Tensor& t, uint32_t out[4]) {
+  if (t.strides()[3] != 1) return false;
+  int64_t last = t.offset();
+  for (int64_t d = 0; d < 4; ++d) {
+    if (t.strides()[d] < 0) return false;
+    last += (t.size(d) - 1) * t.strides()[d];
+  }
+  if (last >= int64_t{std::numeric_limits<uint32_t>::max() / 2}) return false;
+  out[0] = uint32_t(t.offset());
+  for (int d = 0; d < 3; ++d) out[d + 1] = uint32_t(t.strides()[d]);
+  return true;
+}
+
+pc::AttentionPC attention_pc(const Tensor& q, const Tensor& k, const Tensor& v, const ops::AttentionParams& ap) {
+  const int64_t B = q.size(0), H = q.size(1), Tq = q.size(2), Tk = k.size(2);
+  pc::AttentionPC pc{};
+  pc.H = uint32_t(H);
+  pc.tq = uint32_t(Tq);
+  pc.tk = uint32_t(Tk);
+  pc.shift = ap.causal ? uint32_t(Tk - Tq) : uint32_t(Tk);
+  pc.rows = uint32_t(B * H * Tq);
+  // As in vk/dropout.cpp: u32_to_unit(w) >= p <=> (w >> 8) >= ceil(p * 2^24), exactly.
+  pc.threshold = ap.p > 0.0 ? uint32_t(std::ceil(ap.p * 16777216.0)) : 0u;
+  pc.keep_scale = static_cast<float>(1.0 / (1.0 - ap.p));
+  pc.scale = static_cast<float>(ap.scale);
+  pc.seed_lo = uint32_t(ap.seed);
+  pc.seed_hi = uint32_t(ap.seed >> 32);
+  pc.off_lo = uint32_t(ap.offset);
+  pc.off_hi = uint32_t(ap.offset >> 32);
+  view_layout(q, pc.q);
+  view_layout(k, pc.k);
+  view_layout(v, pc.v);
+  pc.out_row = uint32_t(H * q.size(3));  // separate (B, T, H, D) gradients; packed ones override
+  return pc;
+}
+
+// Keys per dk/dv workgroup (one per invocation): fewer for wide heads (registers and the padded v rows).
+uint32_t attention_key_group(uint32_t D) { return D > 64 ? 32 : 64; }
+
+// Rows staged per shared-memory block: the forward/dq kernels stage k and v (2 * block * D floats), the dk/dv
+// kernel the padded v rows plus q and dO blocks. The largest of 32/16/8 that fits; 0 when none does.
+uint32_t attention_block(uint64_t limit, uint32_t D, bool dkdv) {
+  for (uint32_t blk : {32u, 16u, 8u}) {
+    const uint64_t bytes = dkdv ? uint64_t(attention_key_group(D)) * (D + 4) * 4 + 2ull * blk * D * 4 + 2ull * blk * 4
+                                : 2ull * blk * D * 4;
+    if (bytes <= limit) return blk;
+  }
+  return 0;
+}
+
+// The view itself when the shaders can index it, else a contiguous GPU copy; undefined when neither works.
+// f32 or f16 (ops:: makes all of an op's inputs one dtype; f16 runs the _f16 kernels).
+Tensor indexable(VulkanBackend& be, Runtime& rt, const Tensor& t) {
+  uint32_t l[4];
+  if ((t.dtype() != DType::f32 && t.dtype() != DType::f16) || !rt.accepts_storage(t)) return {};
+  if (view_layout(t, l)) return t;
+  Tensor c = be.copy(t);
+  return c.defined() && view_layout(c, l) ? c : Tensor();
+}
+
+}  // namespace
+
+ops::AttentionOut VulkanBackend::attention(const Tensor& qin, const Tensor& kin, const Tensor& vin,
+                                          const ops::AttentionParams& ap) {
+  const int64_t B = qin.size(0), H = qin.size(1), Tq = qin.size(2), Tk = kin.size(2), D = qin.size(3);
+  if (D % 4 != 0 || D > kMaxHeadDim || 3 * B * H * std::max(Tq, Tk) * D >= int64_t{1} << 31) return {};
+  const uint32_t block = attention_block(rt_->device().features().shared_memory_bytes, uint32_t(D), false);
+  if (block == 0) return {};
+  const Tensor q = indexable(*this, *rt_, qin), k = indexable(*this, *rt_, kin), v = indexable(*this, *rt_, vin);
+  if (!q.defined() || !k.defined() || !v.defined()) return {};
+  pc::AttentionPC pc = attention_pc(q, k, v, ap);
+  Tensor out = rt_->output({B, Tq, H, D}, q.dtype());
+  Tensor lse = rt_->output({B, H, Tq});  // f32 for f16 q too (core/ops.h)
+  const auto bq = rt_->input_storage(q), bk = rt_->input_storage(k), bv = rt_->input_storage(v);
+  const uint64_t groups = uint64_t(B * H) * ((Tq + kRowsPerGroup - 1) / kRowsPerGroup);
+  rt_->run("attention" + sfx(q), {kRowsPerGroup, uint32_t(D), block},
+           {{bq, false}, {bk, false}, {bv, false}, {Runtime::buffer_of(out), true}, {Runtime::buffer_of(lse), true}},
+           pc, Runtime::grid(groups), 2.0 * double(B * H * Tq) * double(Tk) * double(D));
+  return {out.transpose(1, 2), lse};
+}
+
+ops::AttentionGrads VulkanBackend::attention_backward(const Tensor& gin, const Tensor& qin, const Tensor& kin,
+                                                      const Tensor& vin, const Tensor& oin, const Tensor& lse,
+                                                      const ops::AttentionParams& ap, bool packed) {
+  const int64_t B = qin.size(0), H = qin.size(1), Tq = qin.size(2), Tk = kin.size(2), D = qin.size(3);
+  if (D % 4 != 0 || D > kMaxHeadDim || 3 * B * H * std::max(Tq, Tk) * D >= int64_t{1} << 31 || !f32(lse)) return {};
+  const uint32_t block_q = attention_block(rt_->device().features().shared_memory_bytes, uint32_t(D), false), block_k = attention_block(rt_->device().features().shared_memory_bytes, uint32_t(D), true);
+  if (block_q == 0 || block_k == 0) return {};
+  const Tensor q = indexable(*this, *rt_, qin), k = indexable(*this, *rt_, kin), v = indexable(*this, *rt_, vin);
+  const Tensor g = indexable(*this, *rt_, gin), o = indexable(*this, *rt_, oin);
+  if (!q.defined() || !k.defined() || !v.defined() || !g.defined() || !o.defined()) return {};
+  pc::AttentionPC pc = attention_pc(q, k, v, ap);
+  view_layout(g, pc.g);
+  const auto bq = rt_->input_storage(q), bk = rt_->input_storage(k), bv = rt_->input_storage(v);
+  const auto bg = rt_->input_storage(g), bo = rt_->input_storage(o), bl = rt_->input(lse);
+  const double work = 2.0 * double(B * H * Tq) * double(Tk) * double(D);
+
+  // drow_i = rowsum(dO * O): the O view goes through the q slot of a copy of the push constants.
+  const auto drow = rt_->scratch(uint64_t(pc.rows) * 4);
+  pc::AttentionPC rpc = pc;
+  view_layout(o, rpc.q);
+  rt_->run("attention_rowdot" + sfx(q), {128, uint32_t(D), 1}, {{bo, false}, {bg, false}, {drow, true}}, rpc,
+           Runtime::grid_for(pc.rows, 128), double(pc.rows) * double(D));
+
+  ops::AttentionGrads r;
+  std::shared_ptr<GpuBuffer> bdq, bdk, bdv;
+  if (packed) {  // one (B, T, 3, H, D) buffer, written by both kernels in disjoint places
+    r.dqkv = rt_->output({B, Tq, 3 * H * D}, q.dtype());
+    bdq = bdk = bdv = Runtime::buffer_of(r.dqkv);
+    const Tensor split = r.dqkv.view({B, Tq, 3, H, D});
+    r.dq = split.narrow(2, 0, 1).squeeze(2).transpose(1, 2);
+    r.dk = split.narrow(2, 1, 1).squeeze(2).transpose(1, 2);
+    r.dv = split.narrow(2, 2, 1).squeeze(2).transpose(1, 2);
+    pc.out_row = uint32_t(3 * H * D);
+    pc.out_off[1] = uint32_t(H * D);
+    pc.out_off[2] = uint32_t(2 * H * D);
+  } else {
+    const DType dt = q.dtype();
+    const Tensor dq = rt_->output({B, Tq, H, D}, dt), dk = rt_->output({B, Tk, H, D}, dt), dv = rt_->output({B, Tk, H, D}, dt);
+    bdq = Runtime::buffer_of(dq), bdk = Runtime::buffer_of(dk), bdv = Runtime::buffer_of(dv);
+    r.dq = dq.transpose(1, 2), r.dk = dk.transpose(1, 2), r.dv = dv.transpose(1, 2);
+  }
+  const uint64_t qgroups = uint64_t(B * H) * ((Tq + kRowsPerGroup - 1) / kRowsPerGroup);
+  rt_->run("attention_dq" + sfx(q), {kRowsPerGroup, uint32_t(D), block_q},
+           {{bq, false}, {bk, false}, {bv, false}, {bg, false}, {bl, false}, {drow, false},
+            {bdq, true}},
+           pc, Runtime::grid(qgroups), 2.0 * work);
+  const uint32_t kwg = attention_key_group(uint32_t(D));
+  const uint64_t kgroups = uint64_t(B * H) * ((Tk + kwg - 1) / kwg);
+  rt_->run("attention_dkdv" + sfx(q), {kwg, uint32_t(D), block_k},
+           {{bq, false}, {bk, false}, {bv, false}, {bg, false}, {bl, false}, {drow, false},
+            {bdk, true}, {bdv, true}},
+           pc, Runtime::grid(kgroups), 3.0 * work);
+  return r;
+}
+
+}  // namespace alpha::vk
