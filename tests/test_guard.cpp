@@ -33,19 +33,6 @@ Tensor param(const std::vector<float>& v, const Shape& s) {
   return t;
 }
 
-// Sets ALPHA_GUARD_INJECT for the scope of a test.
-struct Inject {
-  explicit Inject(const std::string& spec) { setenv("ALPHA_GUARD_INJECT", spec.c_str(), 1); }
-  ~Inject() { unsetenv("ALPHA_GUARD_INJECT"); }
-};
-
-std::vector<nlohmann::json> of_type(const fs::path& metrics, const std::string& type) {
-  std::vector<nlohmann::json> out;
-  for (const auto& r : read_jsonl(metrics))
-    if (r["type"] == type) out.push_back(r);
-  return out;
-}
-
 // Every line of a guarded run must pass the documented schema (docs/metrics.md), guard records included.
 void check_schema(const fs::path& metrics) {
   for (const auto& r : read_jsonl(metrics)) {

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -57,6 +58,22 @@ inline std::vector<double> records(const fs::path& metrics, const std::string& t
     if (l["type"] == type) v.push_back(l[key].get<double>());
   return v;
 }
+
+// Every record of `type` in a metrics file, in order.
+inline std::vector<nlohmann::json> of_type(const fs::path& metrics, const std::string& type) {
+  std::vector<nlohmann::json> out;
+  for (const auto& r : read_jsonl(metrics))
+    if (r["type"] == type) out.push_back(r);
+  return out;
+}
+
+// Sets ALPHA_GUARD_INJECT (train/guard.h's fault hook) for the scope of a test.
+struct Inject {
+  explicit Inject(const std::string& spec) { setenv("ALPHA_GUARD_INJECT", spec.c_str(), 1); }
+  ~Inject() { unsetenv("ALPHA_GUARD_INJECT"); }
+  Inject(const Inject&) = delete;
+  Inject& operator=(const Inject&) = delete;
+};
 
 // Bit-identical f32 tensors (same dtype, shape and bytes).
 inline bool same_bytes(const Tensor& a, const Tensor& b) {

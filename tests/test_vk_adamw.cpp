@@ -135,19 +135,6 @@ bool same_floats(const std::vector<std::vector<float>>& a, const std::vector<std
   return true;
 }
 
-// Sets ALPHA_GUARD_INJECT (train/guard.h) for the scope of a test.
-struct Inject {
-  explicit Inject(const std::string& spec) { setenv("ALPHA_GUARD_INJECT", spec.c_str(), 1); }
-  ~Inject() { unsetenv("ALPHA_GUARD_INJECT"); }
-};
-
-std::vector<nlohmann::json> of_type(const fs::path& metrics, const std::string& type) {
-  std::vector<nlohmann::json> out;
-  for (const auto& r : read_jsonl(metrics))
-    if (r["type"] == type) out.push_back(r);
-  return out;
-}
-
 RunCheckpoint ckpt(const fs::path& run, int64_t step) {
   return load_run_checkpoint((run / checkpoint_file_name(step)).string());
 }
