@@ -1,11 +1,11 @@
 // Cooperative-matrix matmul (GL_NV_cooperative_matrix): f16 operands, f32 accumulation, batched over
 // gl_WorkGroupID.z like matmul.comp (same push constants). 8 subgroups of 32 compute a 128 x 128 tile; each
-// subgroup owns a 64 x 32 block = 4 x 2 fragments of 16 x 16. Per 32-wide K step the tile's A and B slices are
+// subgroup owns a 64 x 32 block = 4 x 2 fragments of 16 x 16. Per K step (BK 32, or 64) the tile's A and B slices are
 // converted to f16 in shared memory, stored as their memory runs (row-major, or column-major for a transposed
 // operand, which coopMatLoadNV reads as such), prefetched into registers one step ahead. The epilogue passes
 // each fragment through shared memory so edge tiles store only their valid part (any M, N, K).
 // Variants: IN_F16 (f16 A/B storage; default f32, converted on load), OUT_F16 (f16 C storage), VEC8 (with IN_F16:
-// 16-byte loads of 8 halves; M, N, K, lda, ldb and batch strides multiples of 8, which vk/ checks).
+// 16-byte loads of 8 halves; M, N, K, lda, ldb and batch strides multiples of 8, which vk/ checks), BK (K step).
 #version 450
 #extension GL_EXT_control_flow_attributes : require
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
@@ -33,7 +33,9 @@
 
 #define BM 128
 #define BN 128
-#define BK 32
+#ifndef BK
+#define BK 32  // VEC8 variants use 64 (-DBK=64): half the barriers per FLOP (H200, 4096^3: 142.6 vs 108.6 TFLOP/s)
+#endif
 #define PAD 8                   // f16 elements: keeps every staged row 16-byte aligned, shifts banks per row
 #define LOADS (BM * BK / 256 / V)  // staged elements of A (and of B) per invocation and K step
 #define FM 4                    // fragments per subgroup along M (2 subgroups x 4 x 16 = 128 rows)
