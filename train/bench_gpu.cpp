@@ -23,6 +23,7 @@
 #include "optim/adamw.h"
 #include "optim/clip.h"
 #include "train/bench.h"
+#include "train/config.h"
 #include "train/device.h"
 #include "train/gpt.h"
 #include "vk/adamw.h"
@@ -80,6 +81,16 @@ void linear_cases(std::vector<GemmCase>& v, const std::string& name, int64_t BT,
 }  // namespace
 
 void run_gpu_bench(const GpuBenchOptions& o) {
+  // --gemm shapes are checked before the device starts (a usage error, exit 2).
+  std::vector<GemmCase> custom;
+  for (const std::string& g : o.gemm) {
+    long long M = 0, K = 0, N = 0;
+    int ta = 0, tb = 0;
+    const int got = std::sscanf(g.c_str(), "%lld,%lld,%lld,%d,%d", &M, &K, &N, &ta, &tb);
+    ALPHA_CHECK((got == 3 || got == 5) && M > 0 && K > 0 && N > 0 && M <= 65536 && K <= 65536 && N <= 65536,
+                ConfigError, "[bench] --gemm \"{}\" is not M,K,N or M,K,N,ta,tb with sizes in [1, 65536]", g);
+    custom.push_back({g, M, K, N, ta != 0, tb != 0});
+  }
   DeviceScope scope(o.device, 0, 0, /*profile=*/true);
   auto* be = dynamic_cast<vk::VulkanBackend*>(scope.backend());
   ALPHA_CHECK(be != nullptr, ValueError, "[bench] device \"{}\" is not a Vulkan device", o.device);
@@ -101,15 +112,7 @@ void run_gpu_bench(const GpuBenchOptions& o) {
   linear_cases(cases, "fc", BT, C, 4 * C);
   linear_cases(cases, "proj", BT, 4 * C, C);
   linear_cases(cases, "head", BT, C, V);
-  if (!o.gemm.empty()) cases.clear();
-  for (const std::string& g : o.gemm) {
-    long long M = 0, K = 0, N = 0;
-    int ta = 0, tb = 0;
-    const int got = std::sscanf(g.c_str(), "%lld,%lld,%lld,%d,%d", &M, &K, &N, &ta, &tb);
-    ALPHA_CHECK((got == 3 || got == 5) && M > 0 && K > 0 && N > 0, ValueError,
-                "[bench] --gemm \"{}\" is not M,K,N or M,K,N,ta,tb with positive sizes", g);
-    cases.push_back({g, M, K, N, ta != 0, tb != 0});
-  }
+  if (!custom.empty()) cases = custom;
   struct Mode {
     std::string name;
     vk::MatmulMode mode;
