@@ -41,18 +41,6 @@ void check_schema(const fs::path& metrics) {
   }
 }
 
-RunCheckpoint ckpt(const fs::path& run, int64_t step) { return load_run_checkpoint((run / checkpoint_file_name(step)).string()); }
-
-// Params, m and v of two checkpoints are bit-identical, tensor by tensor.
-void check_same_tensors(const RunCheckpoint& a, const RunCheckpoint& b) {
-  REQUIRE(a.file.tensors.size() == b.file.tensors.size());
-  for (size_t i = 0; i < a.file.tensors.size(); ++i) {
-    CAPTURE(a.file.tensors[i].first);
-    CHECK(a.file.tensors[i].first == b.file.tensors[i].first);
-    CHECK(same_bytes(a.file.tensors[i].second, b.file.tensors[i].second));
-  }
-}
-
 Config load(const std::string& cfg_path, const std::vector<std::string>& sets) { return load_config(cfg_path, sets); }
 
 }  // namespace

@@ -12,10 +12,12 @@
 #include <string>
 #include <vector>
 
+#include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
 
 #include "core/tensor.h"
 #include "train/cli.h"
+#include "train/run_checkpoint.h"
 
 namespace alpha::test {
 
@@ -120,6 +122,21 @@ inline std::string tiny_config(const fs::path& dir, const std::string& extra = "
     "optim": {"lr": 3e-3, "warmup_steps": 2, "decay_steps": 12}, "checkpoint": {"interval": 100})" + extra + "}";
   write_file(dir / "cfg.json", cfg);
   return (dir / "cfg.json").string();
+}
+
+// Checkpoint `step` of the run in `run` (checkpoint_file_name's ckpt-<step>.alph).
+inline RunCheckpoint ckpt(const fs::path& run, int64_t step) {
+  return load_run_checkpoint((run / checkpoint_file_name(step)).string());
+}
+
+// Params, m and v of two checkpoints are bit-identical, tensor by tensor.
+inline void check_same_tensors(const RunCheckpoint& a, const RunCheckpoint& b) {
+  REQUIRE(a.file.tensors.size() == b.file.tensors.size());
+  for (size_t i = 0; i < a.file.tensors.size(); ++i) {
+    CAPTURE(a.file.tensors[i].first);
+    CHECK(a.file.tensors[i].first == b.file.tensors[i].first);
+    CHECK(same_bytes(a.file.tensors[i].second, b.file.tensors[i].second));
+  }
 }
 
 }  // namespace alpha::test

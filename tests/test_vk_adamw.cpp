@@ -135,20 +135,6 @@ bool same_floats(const std::vector<std::vector<float>>& a, const std::vector<std
   return true;
 }
 
-RunCheckpoint ckpt(const fs::path& run, int64_t step) {
-  return load_run_checkpoint((run / checkpoint_file_name(step)).string());
-}
-
-// Params, m and v of two checkpoints are bit-identical, tensor by tensor.
-void check_same_tensors(const RunCheckpoint& a, const RunCheckpoint& b) {
-  REQUIRE(a.file.tensors.size() == b.file.tensors.size());
-  for (size_t i = 0; i < a.file.tensors.size(); ++i) {
-    CAPTURE(a.file.tensors[i].first);
-    CHECK(a.file.tensors[i].first == b.file.tensors[i].first);
-    CHECK(same_bytes(a.file.tensors[i].second, b.file.tensors[i].second));
-  }
-}
-
 int train(const TempDir& d, std::vector<std::string> sets, std::string* err) {
   std::vector<std::string> args = {"train", tiny_config(d.path), "--quiet"};
   args.insert(args.end(), kGpuRun.begin(), kGpuRun.end());

@@ -19,6 +19,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "train/did_you_mean.h"
 #include "train/json_limits.h"
 
 namespace alpha {
@@ -32,51 +33,6 @@ constexpr size_t kMaxConfigBytes = 1 << 20;   // configs are a few hundred bytes
 
 std::string join_path(const std::string& prefix, const std::string& key) {
   return prefix.empty() ? key : prefix + "." + key;
-}
-
-std::string lower(std::string_view s) {
-  std::string r(s);
-  for (char& ch : r) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-  return r;
-}
-
-// Optimal string alignment distance: Levenshtein plus adjacent transpositions ("n_layre" is 1 from "n_layer").
-size_t edit_distance(std::string_view a, std::string_view b) {
-  std::vector<std::vector<size_t>> d(a.size() + 1, std::vector<size_t>(b.size() + 1));
-  for (size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
-  for (size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    for (size_t j = 1; j <= b.size(); ++j) {
-      const size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
-      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
-      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) {
-        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
-      }
-    }
-  }
-  return d[a.size()][b.size()];
-}
-
-// The candidate closest to `word` (case-insensitive): edit distance <= 2 and below both lengths (so "ab" does
-// not suggest "lr"), else a shared prefix of >= 3 characters ("warmup" -> "warmup_steps"); "" if none.
-std::string closest(std::string_view word, const std::vector<std::string>& candidates) {
-  const std::string w = lower(word);
-  std::string best;
-  size_t best_d = std::numeric_limits<size_t>::max();
-  for (const auto& c : candidates) {
-    const std::string lc = lower(c);
-    // The distance is at least the length difference: skip early, so a 1 MB key costs no 1M x n table.
-    if (w.size() > lc.size() + 2 || lc.size() > w.size() + 2) continue;
-    const size_t d = edit_distance(w, lc);
-    if (d <= 2 && d < std::min(w.size(), lc.size()) && d < best_d) best = c, best_d = d;
-  }
-  if (!best.empty()) return best;
-  for (const auto& c : candidates) {
-    const std::string lc = lower(c);
-    const size_t n = std::min(w.size(), lc.size());
-    if (n >= 3 && w.compare(0, n, lc, 0, n) == 0) return c;
-  }
-  return "";
 }
 
 // Known keys: the defaults with every key present (sections are objects, leaves are values).
@@ -124,7 +80,7 @@ std::string value_text(const json& v) {
   std::vector<std::string> names;  // leaf names, parallel to `leaves`
   for (const auto& p : leaves) names.push_back(p.substr(p.rfind('.') == std::string::npos ? 0 : p.rfind('.') + 1));
   const auto same_name =
-      std::find_if(names.begin(), names.end(), [&](const auto& n) { return lower(n) == lower(key); });
+      std::find_if(names.begin(), names.end(), [&](const auto& n) { return lower_ascii(n) == lower_ascii(key); });
   if (std::find(leaves.begin(), leaves.end(), full) != leaves.end()) {
     // A dotted key such as {"model.n_layer": 4}: right name, wrong shape.
     const auto dot = full.find('.');
@@ -133,9 +89,9 @@ std::string value_text(const json& v) {
   } else if (same_name != names.end()) {
     // A key in the wrong section ("lr" at the top level, "model.lr").
     hint = fmt::format(" (did you mean \"{}\"?)", leaves[static_cast<size_t>(same_name - names.begin())]);
-  } else if (std::string s = closest(key, siblings); !s.empty()) {
+  } else if (std::string s = did_you_mean(key, siblings); !s.empty()) {
     hint = fmt::format(" (did you mean \"{}\"?)", join_path(prefix, s));
-  } else if (std::string s2 = closest(key, names); !s2.empty()) {
+  } else if (std::string s2 = did_you_mean(key, names); !s2.empty()) {
     const auto it = std::find(names.begin(), names.end(), s2);
     hint = fmt::format(" (did you mean \"{}\"?)", leaves[static_cast<size_t>(it - names.begin())]);
   } else {
@@ -259,7 +215,7 @@ void check_choice(const char* path, const std::string& value, const std::vector<
   if (std::find(choices.begin(), choices.end(), value) != choices.end()) return;
   std::string list;
   for (const auto& c : choices) list += (list.empty() ? "" : ", ") + c;
-  const std::string s = closest(value, choices);
+  const std::string s = did_you_mean(value, choices);
   throw ConfigError(fmt::format("[config] \"{}\" must be one of {}, got \"{}\"{}", path, list, value,
                                 s.empty() ? "" : fmt::format(" (did you mean \"{}\"?)", s)));
 }
@@ -271,7 +227,7 @@ void check_device(const std::string& d) {
       std::all_of(n.begin(), n.end(), [](char ch) { return ch >= '0' && ch <= '9'; })) {
     return;
   }
-  const std::string s = closest(d, {"auto", "cpu", "vulkan"});
+  const std::string s = did_you_mean(d, {"auto", "cpu", "vulkan"});
   throw ConfigError(fmt::format("[config] \"device\" must be auto, cpu, vulkan or vulkan:N (N = GPU index >= 0), got "
                                 "\"{}\"{}", d, s.empty() ? "" : fmt::format(" (did you mean \"{}\"?)", s)));
 }
