@@ -2,8 +2,10 @@
 (4 layers, 4 heads, n_embd 128, block 64, batch 12, 2000 steps, lr 1e-3 cosine to 1e-4, warmup 100, beta2 0.99,
 dropout 0, weight decay 0.1 on 2-D params, clip 1.0, eval_iters 20), written independently of nanoGPT.
 
-Usage: [EVAL_ITERS=20] [EVAL_INTERVAL=250] [SEED=1337] [THREADS=2] [GELU=tanh|none] /usr/bin/python3 scripts/torch_cpu_recipe.py DATA.txt [max_steps]
-Prints one JSON line per evaluation and a final {"done": ...} line with wall seconds and ms/step.
+Usage: [EVAL_ITERS=20] [EVAL_INTERVAL=250] [SEED=1337] [THREADS=2] [GELU=tanh|none] [FULL_EVAL=1] /usr/bin/python3 scripts/torch_cpu_recipe.py DATA.txt [max_steps]
+Prints one JSON line per evaluation and a final {"done": ...} line with wall seconds and ms/step. FULL_EVAL=1 adds
+"full_val": the mean loss over every consecutive non-overlapping (T+1)-token window of the val split, the same
+windows `alpha eval CHECKPOINT` uses (no sampling noise).
 """
 import json, math, os, sys, time
 import torch
@@ -17,6 +19,7 @@ EVAL_ITERS = int(os.environ.get("EVAL_ITERS", 20))
 SEED = int(os.environ.get("SEED", 1337))
 THREADS = int(os.environ.get("THREADS", 2))
 GELU = os.environ.get("GELU", "tanh")  # "none" = exact erf GELU, as nanoGPT's nn.GELU()
+FULL_EVAL = os.environ.get("FULL_EVAL", "0") == "1"
 
 
 class LayerNorm(nn.Module):
@@ -102,6 +105,14 @@ def main():
         m.train()
         return out
 
+    @torch.no_grad()
+    def full_val():
+        m.eval()
+        w = val[: (len(val) // (T + 1)) * (T + 1)].view(-1, T + 1)
+        total = sum(m(c[:, :-1].contiguous(), c[:, 1:].contiguous()).item() * len(c) for c in w.split(B))
+        m.train()
+        return total / len(w)
+
     t0 = time.perf_counter()
     train_s = 0.0
     for it in range(steps):
@@ -116,7 +127,8 @@ def main():
         train_s += time.perf_counter() - ts
         if (it + 1) % EVAL_INTERVAL == 0 or it + 1 == steps:
             print(json.dumps(dict(step=it + 1, **evaluate(), s=round(time.perf_counter() - t0, 1))), flush=True)
-    print(json.dumps(dict(done=True, seed=SEED, gelu=GELU, torch=torch.__version__, seconds=round(time.perf_counter() - t0, 1),
+    extra = dict(full_val=round(full_val(), 6)) if FULL_EVAL else {}
+    print(json.dumps(dict(done=True, seed=SEED, **extra, gelu=GELU, torch=torch.__version__, seconds=round(time.perf_counter() - t0, 1),
                           ms_per_step=round(train_s / steps * 1e3, 1))), flush=True)
 
 

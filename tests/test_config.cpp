@@ -118,6 +118,9 @@ TEST_CASE("config: an empty object gives the documented defaults") {
   CHECK(c.checkpoint.interval == 250);
   CHECK(c.checkpoint.keep_last == 3);
   CHECK(c.metrics.path == "metrics.jsonl");
+  CHECK(c.dispatch.threshold == alpha::kAutoThreshold);
+  CHECK(c.dispatch.matmul_threshold == alpha::kAutoThreshold);
+  CHECK(config_to_json(c)["dispatch"]["threshold"] == "auto");
 }
 
 TEST_CASE("config: missing keys take defaults, present keys are used") {
@@ -217,6 +220,8 @@ TEST_CASE("config: wrong JSON types are refused, naming the key and the value") 
       {R"({"model": 5})", R"("model" must be an object, got number 5)"},
       {R"({"seed": -1})", R"("seed" must be a non-negative integer)"},
       {R"({"seed": 1.5})", R"("seed" must be a non-negative integer)"},
+      {R"({"dispatch": {"threshold": "fast"}})", R"("dispatch.threshold" must be an integer or "auto", got string "fast")"},
+      {R"({"dispatch": {"matmul_threshold": -1}})", R"("dispatch.matmul_threshold" must be >= 0, got -1)"},
       {R"([1, 2])", "must be a JSON object, got array"},
   });
   CHECK(contains(json_error(json("text")), "must be a JSON object, got string"));

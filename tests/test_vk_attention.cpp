@@ -1,9 +1,12 @@
 // Fused attention on the GPU (spirv/attention*.comp via vk/attention.cpp) against the CPU oracle
 // (core/cpu/attention.cpp) at awkward sizes: out, lse, dq, dk, dv within 1e-4 of the largest value, the same
-// dropout masks, bit-identical repeated runs, strided head views read in place, no validation errors.
+// dropout masks, bit-identical repeated runs, strided head views read in place, no validation errors; f16 with
+// head size 64 through both kernel families (tensor cores where the device has them, and SIMT).
 //
 // Dimension legend: B batch, H heads, Tq query rows, Tk keys, D head size, C = H*D.
 #include <cmath>
+#include <cstdlib>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -18,6 +21,9 @@ using namespace alpha;
 using namespace alpha::vktest;
 
 namespace {
+
+// Per-kernel dispatch counts (Runtime::kernel_counts), set before the shared backend is built on first use.
+const bool kKernelCounts = setenv("ALPHA_VK_STATS", "1", 0) == 0;
 
 // max_i |a_i - b_i| / max(1, max_i |b_i|). Inputs are O(1), so results are too; the floor of 1 keeps results that
 // cancel to ~0 (T = 1: dq = dk = 0 up to rounding) from turning f32 rounding into a huge relative error.
@@ -230,6 +236,62 @@ TEST_CASE("vk attention: dispatches of GPT's attention section (qkv -> y), fused
     CHECK(counts[1][0] == 1);
     CHECK(counts[1][0] < counts[0][0]);
     CHECK(counts[1][1] < counts[0][1]);
+  }
+  expect_clean();
+}
+
+TEST_CASE("vk attention f16, head size 64: tensor-core and SIMT kernels both match the CPU oracle") {
+  // attention_cm.comp runs where the device has NV cooperative matrices (else both passes are SIMT). Its P and
+  // dS are rounded to f16 before the products: within 4e-3 of the largest value, like one f16 ulp at 2.
+  GpuScope g;
+  REQUIRE(kKernelCounts);
+  const bool has_cm = gpu().attention_kernel(DType::f16, 64) == "attention_cm";
+  MESSAGE("f16 attention kernels on this device: ", gpu().attention_kernel(DType::f16, 64));
+  CHECK(gpu().attention_kernel(DType::f32, 64) == "attention");  // f32 always runs SIMT
+  CHECK(gpu().attention_kernel(DType::f16, 32) == "attention");  // other head sizes too
+  for (const Case c : {Case{1, 2, 1, 1, 64, true, 0.0, false}, Case{2, 3, 65, 65, 64, true, 0.1, true},
+                       Case{1, 2, 130, 130, 64, true, 0.0, true}, Case{1, 1, 37, 100, 64, true, 0.0, false},
+                       Case{2, 1, 70, 45, 64, false, 0.2, false}, Case{1, 2, 200, 200, 64, true, 0.1, false}}) {
+    INFO(name(c));
+    const Inputs in32 = make_inputs(c);
+    Inputs in;
+    if (c.views) {  // f16 views of one f16 qkv tensor, as GPT's f16 mode has them
+      const int64_t C = c.H * c.D;
+      const Tensor qkv = randn({c.B, c.Tq, 3 * C}, 40).to(DType::f16).view({c.B, c.Tq, 3, c.H, c.D});
+      auto head = [&](int64_t i) { return qkv.narrow(2, i, 1).squeeze(2).transpose(1, 2); };
+      in.q = head(0), in.k = head(1), in.v = head(2);
+    } else {
+      in.q = in32.q.to(DType::f16), in.k = in32.k.to(DType::f16), in.v = in32.v.to(DType::f16);
+    }
+    in.dout = in32.dout.to(DType::f16);
+    const auto ap = params(c);
+    const auto cf = on_cpu([&] { return ops::attention(in.q, in.k, in.v, ap); });
+    const auto cb = on_cpu([&] { return ops::attention_backward(in.dout, in.q, in.k, in.v, cf.out, cf.lse, ap, c.views); });
+    for (const bool cm : {true, false}) {
+      INFO("tensor-core kernels allowed: " << cm);
+      gpu().set_attention_coopmat(cm);
+      gpu().sync();
+      const auto k0 = gpu().runtime().kernel_counts();
+      const auto gf = on_gpu([&] { return ops::attention(in.q, in.k, in.v, ap); });
+      const auto gb = on_gpu([&] { return ops::attention_backward(in.dout, in.q, in.k, in.v, cf.out, cf.lse, ap, c.views); });
+      CHECK(gf.out.dtype() == DType::f16);
+      CHECK(rel_diff(gf.out, cf.out) < 4e-3);
+      CHECK(rel_diff(gf.lse, cf.lse) < 1e-4);
+      CHECK(rel_diff(gb.dq, cb.dq) < 4e-3);
+      CHECK(rel_diff(gb.dk, cb.dk) < 4e-3);
+      CHECK(rel_diff(gb.dv, cb.dv) < 4e-3);
+      if (c.views) CHECK(rel_diff(gb.dqkv, cb.dqkv) < 4e-3);
+      gpu().sync();
+      auto k1 = gpu().runtime().kernel_counts();
+      auto ran = [&](const std::string& k) { return k1[k] - (k0.count(k) ? k0.at(k) : 0); };
+      const bool want_cm = cm && has_cm;
+      CHECK(ran("attention_cm_f16") == (want_cm ? 1 : 0));
+      CHECK(ran("attention_cm_dq_f16") == (want_cm ? 1 : 0));
+      CHECK(ran("attention_cm_dkdv_f16") == (want_cm ? 1 : 0));
+      CHECK(ran("attention_f16") == (want_cm ? 0 : 1));
+      CHECK(ran("attention_rowdot_f16") == 1);
+    }
+    gpu().set_attention_coopmat(vk::attention_coopmat_from_env());
   }
   expect_clean();
 }

@@ -89,9 +89,10 @@ int cmd_info(const std::vector<std::string>& args) {
                     t == std::numeric_limits<int64_t>::max() ? "never" : std::to_string(t).c_str(),
                     cls == OpClass::matmul ? "flops" : "elements");
       }
-      std::printf("  (config: dispatch.threshold %lld, dispatch.matmul_threshold %lld; ALPHA_GPU_MIN_WORK=%s, "
+      auto text = [](int64_t t) { return t == kAutoThreshold ? std::string("auto") : std::to_string(t); };
+      std::printf("  (config: dispatch.threshold %s, dispatch.matmul_threshold %s; ALPHA_GPU_MIN_WORK=%s, "
                   "ALPHA_VK_CPU_OPS=%s)\n",
-                  static_cast<long long>(cfg.dispatch.threshold), static_cast<long long>(cfg.dispatch.matmul_threshold),
+                  text(cfg.dispatch.threshold).c_str(), text(cfg.dispatch.matmul_threshold).c_str(),
                   env_or("ALPHA_GPU_MIN_WORK", "unset").c_str(), env_or("ALPHA_VK_CPU_OPS", "unset").c_str());
     }
   } catch (const ConfigError&) {

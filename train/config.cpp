@@ -465,8 +465,17 @@ Config parse_config(const json& j) {
   h.timeout_s = get_double(j, "metrics.http.timeout_s", dh.timeout_s, {0, true}, {3600, false});
   h.close_timeout_s = get_double(j, "metrics.http.close_timeout_s", dh.close_timeout_s, {0, false}, {3600, false});
   constexpr int64_t kMaxWork = int64_t{1} << 62;
-  c.dispatch.threshold = get_int(j, "dispatch.threshold", d.dispatch.threshold, 0, kMaxWork);
-  c.dispatch.matmul_threshold = get_int(j, "dispatch.matmul_threshold", d.dispatch.matmul_threshold, 0, kMaxWork);
+  // A threshold is a non-negative integer or "auto" (kAutoThreshold).
+  auto threshold = [&](const char* path, int64_t def) {
+    const json* v = lookup(j, path);
+    if (v && v->is_string()) {
+      if (v->get<std::string>() == "auto") return kAutoThreshold;
+      throw ConfigError(fmt::format("[config] \"{}\" must be an integer or \"auto\", got {}", path, describe(*v)));
+    }
+    return get_int(j, path, def, 0, kMaxWork);
+  };
+  c.dispatch.threshold = threshold("dispatch.threshold", d.dispatch.threshold);
+  c.dispatch.matmul_threshold = threshold("dispatch.matmul_threshold", d.dispatch.matmul_threshold);
   c.dispatch.profile = get_string(j, "dispatch.profile", d.dispatch.profile);
 
   auto& g = c.guard;
@@ -531,6 +540,10 @@ void check_host_memory(const Config& c, int64_t vocab_size, double host_bytes) {
   }
 }
 
+namespace {
+json threshold_json(int64_t t) { return t == kAutoThreshold ? json("auto") : json(t); }
+}  // namespace
+
 json config_to_json(const Config& c) {
   const auto& m = c.model;
   const auto& o = c.optim;
@@ -562,7 +575,8 @@ json config_to_json(const Config& c) {
                              {"queue_lines", c.metrics.http.queue_lines}, {"batch_lines", c.metrics.http.batch_lines},
                              {"max_retries", c.metrics.http.max_retries}, {"timeout_s", c.metrics.http.timeout_s},
                              {"close_timeout_s", c.metrics.http.close_timeout_s}}}}},
-      {"dispatch", {{"threshold", c.dispatch.threshold}, {"matmul_threshold", c.dispatch.matmul_threshold},
+      {"dispatch", {{"threshold", threshold_json(c.dispatch.threshold)},
+                    {"matmul_threshold", threshold_json(c.dispatch.matmul_threshold)},
                     {"profile", c.dispatch.profile}}},
       {"guard", {{"policy", c.guard.policy}, {"max_bad_steps", c.guard.max_bad_steps},
                  {"rollback_lr_factor", c.guard.rollback_lr_factor}, {"spike_window", c.guard.spike_window},

@@ -75,9 +75,12 @@ struct MetricsConfig {
 };
 
 // Size-threshold dispatcher (issue 4): ops at least this big run on the GPU when one is in use.
+// kAutoThreshold ("auto" in JSON): chosen by the device (train/device.h): 0 on a hardware GPU, where a CPU op
+// costs a GPU round trip; 2^20 elements / 2^24 flops on a CPU-type device such as lavapipe.
+constexpr int64_t kAutoThreshold = -1;
 struct DispatchConfig {
-  int64_t threshold = int64_t{1} << 20;         // elements, for element-wise/row ops
-  int64_t matmul_threshold = int64_t{1} << 24;  // flops (2*M*N*K)
+  int64_t threshold = kAutoThreshold;         // elements, for element-wise/row ops
+  int64_t matmul_threshold = kAutoThreshold;  // flops (2*M*N*K)
   std::string profile;  // "" | "auto" | path: per-class thresholds from `alpha calibrate` (train/calibrate.h)
   bool operator==(const DispatchConfig&) const = default;
 };

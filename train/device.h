@@ -7,12 +7,14 @@
 #include <string>
 
 #include "core/backend.h"
+#include "train/config.h"
 
 namespace alpha {
 
 class DeviceScope {
  public:
-  // Thresholds: dispatch.threshold (elements) and dispatch.matmul_threshold (flops) of the config;
+  // Thresholds: dispatch.threshold (elements) and dispatch.matmul_threshold (flops) of the config, or
+  // kAutoThreshold (train/config.h): 0 on a hardware GPU, the defaults below on a CPU-type Vulkan device;
   // profile: metrics.profile (per-kernel GPU timestamps, when the device has them); dispatch_profile:
   // dispatch.profile ("" | "auto" | a path: per-class thresholds from `alpha calibrate`, train/calibrate.h).
   explicit DeviceScope(const std::string& config_device, int64_t threshold = int64_t{1} << 20,

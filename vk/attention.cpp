@@ -1,10 +1,16 @@
 // Fused attention on the GPU (spirv/attention.comp forward, spirv/attention_bwd.comp backward: row dots, dq,
 // dk+dv). q, k, v and dO are read in place through their views (offset + batch/head/row strides, unit stride
 // along D), so the head views of a qkv projection need no copies. Block sizes fit the device's shared memory.
+// f16 with head size 64 on a device with NV cooperative matrices runs spirv/attention_cm.comp instead (tensor
+// cores; the row dots stay SIMT), when every view's offset and strides are multiples of 8 halves.
 //
 // Dimension legend: B batch, H heads, Tq query rows, Tk keys, D head size.
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
 #include <limits>
+
+#include <fmt/format.h>
 
 #include "spirv/push_constants.h"
 #include "vk/backend.h"
@@ -15,6 +21,9 @@ namespace {
 
 constexpr uint32_t kRowsPerGroup = 64;  // forward / dq: query rows per workgroup (one per invocation)
 constexpr uint32_t kMaxHeadDim = 128;
+// attention_cm.comp: 4 subgroups of 32, 64 rows (or keys) per workgroup, head size 64; its largest kernel
+// (dk/dv) uses 45568 bytes of shared memory.
+constexpr uint32_t kCmGroup = 128, kCmRows = 64, kCmHeadDim = 64, kCmShared = 45568;
 
 // (offset, batch, head, row) strides of a (B, H, T, D) view; false when D's stride is not 1 or an index
 // the shader forms would not fit 32 bits.
@@ -78,7 +87,24 @@ Tensor indexable(VulkanBackend& be, Runtime& rt, const Tensor& t) {
   return c.defined() && view_layout(c, l) ? c : Tensor();
 }
 
+// The tensor-core kernels stage rows with 16-byte loads: offset and strides in multiples of 8 halves.
+bool cm_aligned(const uint32_t l[4]) { return l[0] % 8 == 0 && l[1] % 8 == 0 && l[2] % 8 == 0 && l[3] % 8 == 0; }
+
 }  // namespace
+
+bool attention_coopmat_from_env() {
+  const char* e = std::getenv("ALPHA_VK_ATTENTION");
+  if (!e || !*e || std::strcmp(e, "auto") == 0) return true;
+  if (std::strcmp(e, "simt") == 0) return false;
+  throw ValueError(fmt::format("[vk] ALPHA_VK_ATTENTION='{}' is not one of auto, simt", e));
+}
+
+std::string VulkanBackend::attention_kernel(DType dtype, int64_t D) const {
+  const DeviceFeatures& f = rt_->device().features();
+  const bool cm = attention_coopmat_ && dtype == DType::f16 && D == kCmHeadDim && f.nv_coopmat_f16 &&
+                  f.subgroup_shuffle && f.shared_memory_bytes >= kCmShared;
+  return cm ? "attention_cm" : "attention";
+}
 
 ops::AttentionOut VulkanBackend::attention(const Tensor& qin, const Tensor& kin, const Tensor& vin,
                                           const ops::AttentionParams& ap) {
@@ -92,10 +118,18 @@ ops::AttentionOut VulkanBackend::attention(const Tensor& qin, const Tensor& kin,
   Tensor out = rt_->output({B, Tq, H, D}, q.dtype());
   Tensor lse = rt_->output({B, H, Tq});  // f32 for f16 q too (core/ops.h)
   const auto bq = rt_->input_storage(q), bk = rt_->input_storage(k), bv = rt_->input_storage(v);
+  const double work = 2.0 * double(B * H * Tq) * double(Tk) * double(D);
+  if (attention_kernel(q.dtype(), D) == "attention_cm" && cm_aligned(pc.q) && cm_aligned(pc.k) && cm_aligned(pc.v)) {
+    const uint64_t groups = uint64_t(B * H) * ((Tq + kCmRows - 1) / kCmRows);
+    rt_->run("attention_cm_f16", {kCmGroup, uint32_t(D), kCmRows},
+             {{bq, false}, {bk, false}, {bv, false}, {Runtime::buffer_of(out), true}, {Runtime::buffer_of(lse), true}},
+             pc, Runtime::grid(groups), work);
+    return {out.transpose(1, 2), lse};
+  }
   const uint64_t groups = uint64_t(B * H) * ((Tq + kRowsPerGroup - 1) / kRowsPerGroup);
   rt_->run("attention" + sfx(q), {kRowsPerGroup, uint32_t(D), block},
            {{bq, false}, {bk, false}, {bv, false}, {Runtime::buffer_of(out), true}, {Runtime::buffer_of(lse), true}},
-           pc, Runtime::grid(groups), 2.0 * double(B * H * Tq) * double(Tk) * double(D));
+           pc, Runtime::grid(groups), work);
   return {out.transpose(1, 2), lse};
 }
 
@@ -139,6 +173,17 @@ ops::AttentionGrads VulkanBackend::attention_backward(const Tensor& gin, const T
     const Tensor dq = rt_->output({B, Tq, H, D}, dt), dk = rt_->output({B, Tk, H, D}, dt), dv = rt_->output({B, Tk, H, D}, dt);
     bdq = Runtime::buffer_of(dq), bdk = Runtime::buffer_of(dk), bdv = Runtime::buffer_of(dv);
     r.dq = dq.transpose(1, 2), r.dk = dk.transpose(1, 2), r.dv = dv.transpose(1, 2);
+  }
+  if (attention_kernel(q.dtype(), D) == "attention_cm" && cm_aligned(pc.q) && cm_aligned(pc.k) &&
+      cm_aligned(pc.v) && cm_aligned(pc.g)) {  // outputs: out_row and out_off are multiples of D = 64
+    const uint64_t qg = uint64_t(B * H) * ((Tq + kCmRows - 1) / kCmRows), kg = uint64_t(B * H) * ((Tk + kCmRows - 1) / kCmRows);
+    rt_->run("attention_cm_dq_f16", {kCmGroup, uint32_t(D), kCmRows},
+             {{bq, false}, {bk, false}, {bv, false}, {bg, false}, {bl, false}, {drow, false}, {bdq, true}}, pc,
+             Runtime::grid(qg), 2.0 * work);
+    rt_->run("attention_cm_dkdv_f16", {kCmGroup, uint32_t(D), kCmRows},
+             {{bq, false}, {bk, false}, {bv, false}, {bg, false}, {bl, false}, {drow, false}, {bdk, true}, {bdv, true}},
+             pc, Runtime::grid(kg), 3.0 * work);
+    return r;
   }
   const uint64_t qgroups = uint64_t(B * H) * ((Tq + kRowsPerGroup - 1) / kRowsPerGroup);
   rt_->run("attention_dq" + sfx(q), {kRowsPerGroup, uint32_t(D), block_q},

@@ -20,6 +20,9 @@ namespace alpha::vk {
 // otherwise; simt / coopmat force one (coopmat falls back to SIMT on devices without it). ALPHA_VK_MATMUL.
 enum class MatmulMode { automatic, simt, coopmat };
 MatmulMode matmul_mode_from_env();
+// Attention kernels (vk/attention.cpp): true = the tensor-core kernels where they apply (f16, head size 64,
+// NV cooperative matrix), else the SIMT ones. ALPHA_VK_ATTENTION=auto (true) | simt (false).
+bool attention_coopmat_from_env();
 
 class VulkanBackend : public Backend {
  public:
@@ -42,6 +45,9 @@ class VulkanBackend : public Backend {
   int class_count() const { return static_cast<int>(thresholds_.size()); }  // OpClass values 0 .. class_count()-1
   Runtime& runtime() { return *rt_; }
   void set_matmul_mode(MatmulMode m) { matmul_mode_ = m; }
+  void set_attention_coopmat(bool on) { attention_coopmat_ = on; }
+  // The kernel family fused attention of `dtype`, head size D, runs with: "attention_cm" or "attention".
+  std::string attention_kernel(DType dtype, int64_t D) const;
   // The kernel variant a (batches x) M x N product of `dtype` operands runs with (tests, bench).
   std::string matmul_kernel(DType dtype, int64_t M, int64_t N, int64_t K, int64_t batches) const;
   // K slices for split-K (1 = none): enough 128 x 128 workgroups to fill the GPU, slices >= kMinSplitK deep.
@@ -106,6 +112,7 @@ class VulkanBackend : public Backend {
   std::unique_ptr<Runtime> rt_;
   std::array<int64_t, 9> thresholds_{};
   MatmulMode matmul_mode_ = matmul_mode_from_env();
+  bool attention_coopmat_ = attention_coopmat_from_env();
 };
 
 }  // namespace alpha::vk

@@ -262,6 +262,8 @@ void Device::create_device() {
   f.nv_cooperative_matrix = has_extension(exts, "VK_NV_cooperative_matrix");
   f.khr_cooperative_matrix = has_extension(exts, "VK_KHR_cooperative_matrix");
   f.subgroup_size = p11.subgroupSize;
+  f.subgroup_shuffle = (p11.subgroupSupportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
+                       (p11.subgroupSupportedOperations & VK_SUBGROUP_FEATURE_SHUFFLE_BIT);
   f.nv_coopmat_f16 = f.nv_cooperative_matrix && f.fp16_arithmetic && f.storage_16bit && f12.vulkanMemoryModel &&
                     f.subgroup_size == 32 && nv_coopmat_f16_shape(physical_);
   f.shared_memory_bytes = props.limits.maxComputeSharedMemorySize;

@@ -34,6 +34,7 @@ struct DeviceFeatures {
   bool nv_coopmat_f16 = false;          // ...with a 16x16x16 f16 x f16 -> f32 subgroup shape: matmul's coopmat path
   bool khr_cooperative_matrix = false;
   uint32_t subgroup_size = 0;
+  bool subgroup_shuffle = false;         // subgroupShuffleXor in compute shaders (attention_cm.comp)
   uint32_t shared_memory_bytes = 0;      // maxComputeSharedMemorySize
   uint32_t max_workgroup_invocations = 0;
   uint32_t max_push_constants = 0;
