@@ -96,7 +96,8 @@ TEST_CASE("vk matmul with f16 operands: f16 out within one f16 rounding of the C
   const bool has = gpu().runtime().device().features().nv_coopmat_f16;
   // Sizes multiples of 8 (coopmat: 16-byte loads), ragged sizes, and a long K (coopmat: split-K through f32
   // partials, then one rounding to f16). The CPU multiplies the same f16 values in f32 and rounds once.
-  for (const Case& c : {Case{2, 64, 32, 48}, Case{1, 17, 33, 65}, Case{1, 128, 1024, 40}, Case{3, 40, 24, 8}}) {
+  for (const Case& c : {Case{2, 64, 32, 48}, Case{1, 17, 33, 65}, Case{1, 128, 1024, 40}, Case{3, 40, 24, 8},
+                        Case{1, 264, 96, 520}}) {  // the last crosses 128- and 256-wide tile edges
     for (bool ta : {false, true})
       for (bool tb : {false, true}) {
         const Tensor a = ops::cast(randn(ta ? Shape{c.nb, c.K, c.M} : Shape{c.nb, c.M, c.K}, 300 + c.M), DType::f16);
