@@ -1,9 +1,13 @@
-// Fused causal attention on the CPU, one (b, h) pair per task (each output element is one sequential loop, so
-// results do not depend on threading). Sums run in double. Dropout uses the Philox positions of the unfused
-// (B, H, Tq, Tk) probability tensor, so the mask equals ops::dropout's on that tensor.
+// Fused causal attention on the CPU, one (b, h) pair per task (results do not depend on threading). f64 runs plain
+// loops with sums in double: the readable oracle (gradcheck). f32 runs the same math as products of whole (b, h)
+// matrices through single-threaded sgemm (S = QK^T, O = PV; dP = dO V^T, dQ = dS K, dK = dS^T Q, dV = P~^T dO),
+// the scores and probabilities in a per-task (Tq, Tk) buffer: the loops cost ~5x more at GPT sizes. Dropout uses
+// the Philox positions of the unfused (B, H, Tq, Tk) probability tensor, so the mask equals ops::dropout's.
 //
 // Dimension legend: B batch, H heads, Tq query rows, Tk keys, D head size.
 #include "core/cpu/attention.h"
+
+#include <cblas.h>
 
 #include <algorithm>
 #include <cmath>
@@ -78,24 +82,30 @@ ops::AttentionOut forward_typed(const Tensor& qin, const Tensor& kin, const Tens
   return {out, lse};
 }
 
+// dq, dk, dv as (B, H, T, D) views of fresh (B, T, H, D) tensors, or of one packed (B, T, 3, H, D) buffer (dqkv:
+// q, k, v heads at channel offsets 0, C, 2C).
+ops::AttentionGrads gradient_tensors(const Geo& g, DType dt, bool packed) {
+  ops::AttentionGrads r;
+  if (packed) {
+    r.dqkv = Tensor::empty({g.B, g.Tq, 3 * g.H * g.D}, dt);
+    const Tensor split = r.dqkv.view({g.B, g.Tq, 3, g.H, g.D});
+    r.dq = split.narrow(2, 0, 1).squeeze(2).transpose(1, 2);
+    r.dk = split.narrow(2, 1, 1).squeeze(2).transpose(1, 2);
+    r.dv = split.narrow(2, 2, 1).squeeze(2).transpose(1, 2);
+  } else {
+    r.dq = bthd_view(g, g.Tq, dt), r.dk = bthd_view(g, g.Tk, dt), r.dv = bthd_view(g, g.Tk, dt);
+  }
+  return r;
+}
+
 template <class T>
 ops::AttentionGrads backward_typed(const Tensor& doin, const Tensor& qin, const Tensor& kin, const Tensor& vin,
                                    const Tensor& oin, const Tensor& lin, const ops::AttentionParams& ap, bool packed) {
   const Tensor q = qin.contiguous(), k = kin.contiguous(), v = vin.contiguous();
   const Tensor dout = doin.contiguous(), out = oin.contiguous(), lse = lin.contiguous();
   const Geo g = geo_of(q, k);
-  ops::AttentionGrads r;
-  int64_t row = g.H * g.D;  // elements between consecutive time rows of a gradient
-  if (packed) {  // one (B, T, 3, H, D) buffer: q, k, v heads at channel offsets 0, C, 2C
-    row = 3 * g.H * g.D;
-    r.dqkv = Tensor::empty({g.B, g.Tq, row}, q.dtype());
-    const Tensor split = r.dqkv.view({g.B, g.Tq, 3, g.H, g.D});
-    r.dq = split.narrow(2, 0, 1).squeeze(2).transpose(1, 2);
-    r.dk = split.narrow(2, 1, 1).squeeze(2).transpose(1, 2);
-    r.dv = split.narrow(2, 2, 1).squeeze(2).transpose(1, 2);
-  } else {
-    r.dq = bthd_view(g, g.Tq, q.dtype()), r.dk = bthd_view(g, g.Tk, q.dtype()), r.dv = bthd_view(g, g.Tk, q.dtype());
-  }
+  ops::AttentionGrads r = gradient_tensors(g, q.dtype(), packed);
+  const int64_t row = packed ? 3 * g.H * g.D : g.H * g.D;  // elements between consecutive time rows of a gradient
   const T *pq = q.data<T>(), *pk = k.data<T>(), *pv = v.data<T>(), *pdo = dout.data<T>(), *po = out.data<T>(),
           *pl = lse.data<T>();
   T *pdq = r.dq.mutable_data<T>(), *pdk = r.dk.mutable_data<T>(), *pdv = r.dv.mutable_data<T>();
@@ -148,17 +158,98 @@ ops::AttentionGrads backward_typed(const Tensor& doin, const Tensor& qin, const 
   return r;
 }
 
+// Row-major single-precision C = alpha op(A) op(B) (+ C when accumulate is false: overwritten).
+void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda, const float* B,
+          int64_t ldb, float* C, int64_t ldc) {
+  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, int(M), int(N), int(K),
+              alpha, A, int(lda), B, int(ldb), 0.0f, C, int(ldc));
+}
+
+ops::AttentionOut forward_f32(const Tensor& qin, const Tensor& kin, const Tensor& vin, const ops::AttentionParams& ap) {
+  const Tensor q = qin.contiguous(), k = kin.contiguous(), v = vin.contiguous();
+  const Geo g = geo_of(q, k);
+  Tensor out = bthd_view(g, g.Tq, q.dtype());
+  Tensor lse = Tensor::empty({g.B, g.H, g.Tq}, q.dtype());
+  const float *pq = q.data<float>(), *pk = k.data<float>(), *pv = v.data<float>();
+  float* po = out.mutable_data<float>();  // (B, Tq, H, D) storage
+  float* pl = lse.mutable_data<float>();
+  parallel_for(g.B * g.H, 1, [&](int64_t bh0, int64_t bh1) {
+    std::vector<float> s(static_cast<size_t>(g.Tq * g.Tk));  // scores, then dropped probabilities (Tq, Tk)
+    for (int64_t bh = bh0; bh < bh1; ++bh) {
+      const int64_t b = bh / g.H, h = bh % g.H;
+      gemm(false, true, g.Tq, g.Tk, g.D, float(ap.scale), pq + bh * g.Tq * g.D, g.D, pk + bh * g.Tk * g.D, g.D,
+           s.data(), g.Tk);
+      for (int64_t i = 0; i < g.Tq; ++i) {
+        float* row = s.data() + i * g.Tk;
+        const int64_t vis = g.visible(i, ap.causal);
+        double m = -std::numeric_limits<double>::infinity(), l = 0;
+        for (int64_t j = 0; j < vis; ++j) m = std::max(m, double(row[j]));
+        for (int64_t j = 0; j < vis; ++j) l += std::exp(double(row[j]) - m);
+        const double L = m + std::log(l);
+        for (int64_t j = 0; j < vis; ++j) row[j] = float(std::exp(double(row[j]) - L) * keep_factor(ap, g, bh, i, j));
+        std::fill(row + vis, row + g.Tk, 0.0f);
+        pl[bh * g.Tq + i] = float(L);
+      }
+      // O rows go straight into the (B, Tq, H, D) output: row stride H * D.
+      gemm(false, false, g.Tq, g.D, g.Tk, 1.0f, s.data(), g.Tk, pv + bh * g.Tk * g.D, g.D,
+           po + (b * g.Tq * g.H + h) * g.D, g.H * g.D);
+    }
+  });
+  return {out, lse};
+}
+
+ops::AttentionGrads backward_f32(const Tensor& doin, const Tensor& qin, const Tensor& kin, const Tensor& vin,
+                                 const Tensor& oin, const Tensor& lin, const ops::AttentionParams& ap, bool packed) {
+  const Tensor q = qin.contiguous(), k = kin.contiguous(), v = vin.contiguous();
+  const Tensor dout = doin.contiguous(), out = oin.contiguous(), lse = lin.contiguous();
+  const Geo g = geo_of(q, k);
+  ops::AttentionGrads r = gradient_tensors(g, q.dtype(), packed);
+  const int64_t row = packed ? 3 * g.H * g.D : g.H * g.D;  // elements between consecutive time rows of a gradient
+  const float *pq = q.data<float>(), *pk = k.data<float>(), *pv = v.data<float>(), *pdo = dout.data<float>(),
+              *po = out.data<float>(), *pl = lse.data<float>();
+  float *pdq = r.dq.mutable_data<float>(), *pdk = r.dk.mutable_data<float>(), *pdv = r.dv.mutable_data<float>();
+  parallel_for(g.B * g.H, 1, [&](int64_t bh0, int64_t bh1) {
+    const size_t n = static_cast<size_t>(g.Tq * g.Tk);
+    std::vector<float> s(n), dp(n);  // S then P~ (dropped probabilities); dP then dS (Tq, Tk)
+    for (int64_t bh = bh0; bh < bh1; ++bh) {
+      const int64_t b = bh / g.H, h = bh % g.H;
+      const float *qb = pq + bh * g.Tq * g.D, *kb = pk + bh * g.Tk * g.D, *vb = pv + bh * g.Tk * g.D;
+      const float *dob = pdo + bh * g.Tq * g.D, *ob = po + bh * g.Tq * g.D;
+      gemm(false, true, g.Tq, g.Tk, g.D, float(ap.scale), qb, g.D, kb, g.D, s.data(), g.Tk);
+      gemm(false, true, g.Tq, g.Tk, g.D, 1.0f, dob, g.D, vb, g.D, dp.data(), g.Tk);
+      for (int64_t i = 0; i < g.Tq; ++i) {
+        double drow = 0;  // rowsum(dO * O) = sum_j P_ij dA_ij (the softmax backward's row dot, dropout included)
+        for (int64_t c = 0; c < g.D; ++c) drow += double(dob[i * g.D + c]) * double(ob[i * g.D + c]);
+        const int64_t vis = g.visible(i, ap.causal);
+        const double L = double(pl[bh * g.Tq + i]);
+        float *srow = s.data() + i * g.Tk, *drow_i = dp.data() + i * g.Tk;
+        for (int64_t j = 0; j < vis; ++j) {
+          const double p = std::exp(double(srow[j]) - L), mk = keep_factor(ap, g, bh, i, j);
+          srow[j] = float(p * mk);
+          drow_i[j] = float(p * (double(drow_i[j]) * mk - drow) * ap.scale);  // d loss / d (q_i . k_j)
+        }
+        std::fill(srow + vis, srow + g.Tk, 0.0f);
+        std::fill(drow_i + vis, drow_i + g.Tk, 0.0f);
+      }
+      gemm(true, false, g.Tk, g.D, g.Tq, 1.0f, s.data(), g.Tk, dob, g.D, pdv + b * g.Tk * row + h * g.D, row);
+      gemm(false, false, g.Tq, g.D, g.Tk, 1.0f, dp.data(), g.Tk, kb, g.D, pdq + b * g.Tq * row + h * g.D, row);
+      gemm(true, false, g.Tk, g.D, g.Tq, 1.0f, dp.data(), g.Tk, qb, g.D, pdk + b * g.Tk * row + h * g.D, row);
+    }
+  });
+  return r;
+}
+
 }  // namespace
 
 ops::AttentionOut attention(const Tensor& q, const Tensor& k, const Tensor& v, const ops::AttentionParams& ap) {
-  return q.dtype() == DType::f64 ? forward_typed<double>(q, k, v, ap) : forward_typed<float>(q, k, v, ap);
+  return q.dtype() == DType::f64 ? forward_typed<double>(q, k, v, ap) : forward_f32(q, k, v, ap);
 }
 
 ops::AttentionGrads attention_backward(const Tensor& dout, const Tensor& q, const Tensor& k, const Tensor& v,
                                        const Tensor& out, const Tensor& lse, const ops::AttentionParams& ap,
                                        bool packed) {
   return q.dtype() == DType::f64 ? backward_typed<double>(dout, q, k, v, out, lse, ap, packed)
-                                 : backward_typed<float>(dout, q, k, v, out, lse, ap, packed);
+                                 : backward_f32(dout, q, k, v, out, lse, ap, packed);
 }
 
 }  // namespace alpha::cpu
