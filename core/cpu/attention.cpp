@@ -158,7 +158,7 @@ ops::AttentionGrads backward_typed(const Tensor& doin, const Tensor& qin, const 
   return r;
 }
 
-// Row-major single-precision C = alpha op(A) op(B) (+ C when accumulate is false: overwritten).
+// Row-major single-precision C = alpha op(A) op(B), C overwritten; one thread (the caller splits the work).
 void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda, const float* B,
           int64_t ldb, float* C, int64_t ldc) {
   cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, int(M), int(N), int(K),
