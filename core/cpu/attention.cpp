@@ -39,12 +39,31 @@ double keep_factor(const ops::AttentionParams& ap, const Geo& g, int64_t bh, int
 // A (B, H, T, D) view of a fresh contiguous (B, T, H, D) tensor (core/ops.h's output layout).
 Tensor bthd_view(const Geo& g, int64_t T, DType dt) { return Tensor::empty({g.B, T, g.H, g.D}, dt).transpose(1, 2); }
 
+// What both implementations start from: contiguous (B, H, T, D) inputs, the geometry, fresh outputs.
+struct Forward {
+  Tensor q, k, v;
+  Geo g;
+  Tensor out, lse;  // out: (B, H, Tq, D) view of (B, Tq, H, D) storage; lse: (B, H, Tq)
+};
+Forward prepare_forward(const Tensor& qin, const Tensor& kin, const Tensor& vin) {
+  Forward f{qin.contiguous(), kin.contiguous(), vin.contiguous(), {}, {}, {}};
+  f.g = geo_of(f.q, f.k);
+  f.out = bthd_view(f.g, f.g.Tq, f.q.dtype());
+  f.lse = Tensor::empty({f.g.B, f.g.H, f.g.Tq}, f.q.dtype());
+  return f;
+}
+
+struct Backward {
+  Tensor q, k, v, dout, out, lse;
+  Geo g;
+  ops::AttentionGrads r;
+  int64_t row;  // elements between consecutive time rows of a gradient
+};
 template <class T>
-ops::AttentionOut forward_typed(const Tensor& qin, const Tensor& kin, const Tensor& vin, const ops::AttentionParams& ap) {
-  const Tensor q = qin.contiguous(), k = kin.contiguous(), v = vin.contiguous();
-  const Geo g = geo_of(q, k);
-  Tensor out = bthd_view(g, g.Tq, q.dtype());
-  Tensor lse = Tensor::empty({g.B, g.H, g.Tq}, q.dtype());
+ops::AttentionOut forward_typed(Forward& f, const ops::AttentionParams& ap) {
+  const Tensor &q = f.q, &k = f.k, &v = f.v;
+  const Geo& g = f.g;
+  Tensor &out = f.out, &lse = f.lse;
   const T *pq = q.data<T>(), *pk = k.data<T>(), *pv = v.data<T>();
   T* po = out.mutable_data<T>();  // (B, Tq, H, D) storage
   T* pl = lse.mutable_data<T>();
@@ -98,14 +117,22 @@ ops::AttentionGrads gradient_tensors(const Geo& g, DType dt, bool packed) {
   return r;
 }
 
+Backward prepare_backward(const Tensor& doin, const Tensor& qin, const Tensor& kin, const Tensor& vin,
+                          const Tensor& oin, const Tensor& lin, bool packed) {
+  Backward b{qin.contiguous(), kin.contiguous(), vin.contiguous(), doin.contiguous(), oin.contiguous(),
+             lin.contiguous(), {}, {}, 0};
+  b.g = geo_of(b.q, b.k);
+  b.r = gradient_tensors(b.g, b.q.dtype(), packed);
+  b.row = packed ? 3 * b.g.H * b.g.D : b.g.H * b.g.D;
+  return b;
+}
+
 template <class T>
-ops::AttentionGrads backward_typed(const Tensor& doin, const Tensor& qin, const Tensor& kin, const Tensor& vin,
-                                   const Tensor& oin, const Tensor& lin, const ops::AttentionParams& ap, bool packed) {
-  const Tensor q = qin.contiguous(), k = kin.contiguous(), v = vin.contiguous();
-  const Tensor dout = doin.contiguous(), out = oin.contiguous(), lse = lin.contiguous();
-  const Geo g = geo_of(q, k);
-  ops::AttentionGrads r = gradient_tensors(g, q.dtype(), packed);
-  const int64_t row = packed ? 3 * g.H * g.D : g.H * g.D;  // elements between consecutive time rows of a gradient
+ops::AttentionGrads backward_typed(Backward& bw, const ops::AttentionParams& ap) {
+  const Tensor &q = bw.q, &k = bw.k, &v = bw.v, &dout = bw.dout, &out = bw.out, &lse = bw.lse;
+  const Geo& g = bw.g;
+  ops::AttentionGrads& r = bw.r;
+  const int64_t row = bw.row;
   const T *pq = q.data<T>(), *pk = k.data<T>(), *pv = v.data<T>(), *pdo = dout.data<T>(), *po = out.data<T>(),
           *pl = lse.data<T>();
   T *pdq = r.dq.mutable_data<T>(), *pdk = r.dk.mutable_data<T>(), *pdv = r.dv.mutable_data<T>();
@@ -165,11 +192,10 @@ void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const 
               alpha, A, int(lda), B, int(ldb), 0.0f, C, int(ldc));
 }
 
-ops::AttentionOut forward_f32(const Tensor& qin, const Tensor& kin, const Tensor& vin, const ops::AttentionParams& ap) {
-  const Tensor q = qin.contiguous(), k = kin.contiguous(), v = vin.contiguous();
-  const Geo g = geo_of(q, k);
-  Tensor out = bthd_view(g, g.Tq, q.dtype());
-  Tensor lse = Tensor::empty({g.B, g.H, g.Tq}, q.dtype());
+ops::AttentionOut forward_f32(Forward& f, const ops::AttentionParams& ap) {
+  const Tensor &q = f.q, &k = f.k, &v = f.v;
+  const Geo& g = f.g;
+  Tensor &out = f.out, &lse = f.lse;
   const float *pq = q.data<float>(), *pk = k.data<float>(), *pv = v.data<float>();
   float* po = out.mutable_data<float>();  // (B, Tq, H, D) storage
   float* pl = lse.mutable_data<float>();
@@ -198,13 +224,11 @@ ops::AttentionOut forward_f32(const Tensor& qin, const Tensor& kin, const Tensor
   return {out, lse};
 }
 
-ops::AttentionGrads backward_f32(const Tensor& doin, const Tensor& qin, const Tensor& kin, const Tensor& vin,
-                                 const Tensor& oin, const Tensor& lin, const ops::AttentionParams& ap, bool packed) {
-  const Tensor q = qin.contiguous(), k = kin.contiguous(), v = vin.contiguous();
-  const Tensor dout = doin.contiguous(), out = oin.contiguous(), lse = lin.contiguous();
-  const Geo g = geo_of(q, k);
-  ops::AttentionGrads r = gradient_tensors(g, q.dtype(), packed);
-  const int64_t row = packed ? 3 * g.H * g.D : g.H * g.D;  // elements between consecutive time rows of a gradient
+ops::AttentionGrads backward_f32(Backward& bw, const ops::AttentionParams& ap) {
+  const Tensor &q = bw.q, &k = bw.k, &v = bw.v, &dout = bw.dout, &out = bw.out, &lse = bw.lse;
+  const Geo& g = bw.g;
+  ops::AttentionGrads& r = bw.r;
+  const int64_t row = bw.row;
   const float *pq = q.data<float>(), *pk = k.data<float>(), *pv = v.data<float>(), *pdo = dout.data<float>(),
               *po = out.data<float>(), *pl = lse.data<float>();
   float *pdq = r.dq.mutable_data<float>(), *pdk = r.dk.mutable_data<float>(), *pdv = r.dv.mutable_data<float>();
@@ -242,14 +266,15 @@ ops::AttentionGrads backward_f32(const Tensor& doin, const Tensor& qin, const Te
 }  // namespace
 
 ops::AttentionOut attention(const Tensor& q, const Tensor& k, const Tensor& v, const ops::AttentionParams& ap) {
-  return q.dtype() == DType::f64 ? forward_typed<double>(q, k, v, ap) : forward_f32(q, k, v, ap);
+  Forward f = prepare_forward(q, k, v);
+  return q.dtype() == DType::f64 ? forward_typed<double>(f, ap) : forward_f32(f, ap);
 }
 
 ops::AttentionGrads attention_backward(const Tensor& dout, const Tensor& q, const Tensor& k, const Tensor& v,
                                        const Tensor& out, const Tensor& lse, const ops::AttentionParams& ap,
                                        bool packed) {
-  return q.dtype() == DType::f64 ? backward_typed<double>(dout, q, k, v, out, lse, ap, packed)
-                                 : backward_f32(dout, q, k, v, out, lse, ap, packed);
+  Backward bw = prepare_backward(dout, q, k, v, out, lse, packed);
+  return q.dtype() == DType::f64 ? backward_typed<double>(bw, ap) : backward_f32(bw, ap);
 }
 
 }  // namespace alpha::cpu
