@@ -1,13 +1,17 @@
 // Cooperative-matrix matmul (GL_NV_cooperative_matrix): f16 operands, f32 accumulation, batched over
 // gl_WorkGroupID.z like matmul.comp (same push constants). SG_M x SG_N subgroups of 32 compute a BM x BN tile;
-// each subgroup owns a (16 FM) x (16 FN) block of 16 x 16 fragments (default: 2 x 4 subgroups of 64 x 32 = a
-// 128 x 128 tile; -DSG_M, -DSG_N, -DFN give wider ones: 64 x 64 per subgroup, tiles 128x128 / 128x256 / 256x128
-// measured no faster on an H200, docs/PERFORMANCE.md). Per K step (BK 32, or 64) the tile's A and B slices are
-// converted to f16 in shared memory, stored as their memory runs (row-major, or column-major for a transposed
-// operand, which coopMatLoadNV reads as such), prefetched into registers one step ahead. The epilogue passes
-// each fragment through shared memory so edge tiles store only their valid part (any M, N, K).
-// Variants: IN_F16 (f16 A/B storage; default f32, converted on load), OUT_F16 (f16 C storage), VEC8 (with IN_F16:
-// 16-byte loads of 8 halves; M, N, K, lda, ldb and batch strides multiples of 8, which vk/ checks), BK (K step).
+// each subgroup owns a (16 FM) x (16 FN) block of 16 x 16 accumulator fragments, kept in registers (every loop
+// over them is unrolled: an array indexed in a rolled loop spills to memory and runs ~4x slower).
+// Per K step of BK the tile's A and B slices are converted to f16 in shared memory, stored as their memory runs
+// (row-major, or column-major for a transposed operand, which coopMatLoadNV reads as such). The next step's
+// slices are loaded from global memory into registers while the current one is multiplied; with STAGES 2 the
+// shared slices are double-buffered, so one barrier per K step separates the writers from the readers.
+// Workgroups walk the output in column bands of GROUP_M tiles (L2 reuse of the B slices). The epilogue stores
+// whole fragments straight to global memory (N a multiple of 8) and passes edge fragments through shared memory
+// so they store only their valid part (any M, N, K).
+// Variants (spirv/CMakeLists.txt): IN_F16 (f16 A/B storage; default f32, converted on load), OUT_F16 (f16 C),
+// VEC8 (with IN_F16: 16-byte loads of 8 halves; M, N, K, lda, ldb and batch strides multiples of 8, which vk/
+// checks), the tile (SG_M, SG_N, FM, FN), BK and STAGES. vk/matmul.cpp's tile table mirrors the tile variants.
 #version 450
 #extension GL_EXT_control_flow_attributes : require
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
@@ -39,19 +43,33 @@
 #ifndef SG_N
 #define SG_N 4  // subgroups along N
 #endif
+#ifndef FM
 #define FM 4    // fragments per subgroup along M
+#endif
 #ifndef FN
 #define FN 2    // fragments per subgroup along N
 #endif
-#define NT (32 * SG_M * SG_N)  // invocations
+#ifndef BK
+#define BK 32   // K step
+#endif
+#ifndef STAGES
+#define STAGES 1  // shared buffers of the A/B slices (1: two barriers per K step, 2: one)
+#endif
+#define GROUP_M 8               // tiles per column band of the workgroup walk
+#define NT (32 * SG_M * SG_N)   // invocations
 #define BM (SG_M * FM * 16)
 #define BN (SG_N * FN * 16)
-#ifndef BK
-#define BK 32  // VEC8 variants use 64 (-DBK=64): half the barriers per FLOP (H200, 4096^3: 142.6 vs 108.6 TFLOP/s)
-#endif
 #define PAD 8                   // f16 elements: keeps every staged row 16-byte aligned, shifts banks per row
-#define LOADS_A (BM * BK / NT / V)  // staged elements of A per invocation and K step
-#define LOADS_B (BN * BK / NT / V)  // ... of B
+#define LOADS_A (BM * BK / NT / VN)  // staged elements of A per invocation and K step
+#define LOADS_B (BN * BK / NT / VN)  // ... of B
+#define STAGE_A (BM * (BK + PAD))   // halves per stage (the row-major layout is the larger one: BM, BN >= BK)
+#define STAGE_B (BN * (BK + PAD))
+#if BM < BK || BN < BK
+#error "tile sides must be at least BK"
+#endif
+#if STAGES * (STAGE_A + STAGE_B) * 2 + SG_M * SG_N * 1024 > 49152
+#error "the variant needs more shared memory than NVIDIA's 48 KiB"
+#endif
 
 // Subgroups of 32 (the device check requires subgroup size 32); the tile shape derives from them.
 layout(local_size_x = NT) in;
@@ -60,21 +78,25 @@ layout(constant_id = 1) const bool TRANS_B = false;
 layout(push_constant) uniform Push { MatmulPC p; };
 
 #ifdef VEC8
-#define V 8u        // halves per staged element (a uvec4)
+#define VN 8        // halves per staged element (a uvec4)
 #define EL uvec4
 #else
-#define V 1u
+#define VN 1
 #define EL float16_t
+#endif
+#define V uint(VN)
+#if (BM * BK) % (NT * VN) != 0 || (BN * BK) % (NT * VN) != 0
+#error "the tile's slices must split evenly over the invocations"
 #endif
 layout(std430, binding = 0) readonly buffer A { EL_IN a[]; };
 layout(std430, binding = 1) readonly buffer B { EL_IN b[]; };
 layout(std430, binding = 2) writeonly buffer C { OUT_T c[]; };
 
-// A slice: row-major [BM][BK + PAD], or column-major [BK][BM + PAD] when A is transposed; B likewise. Offsets
-// are in halves; VEC8 arrays hold 8 halves per element (row strides 40 and 136 halves are multiples of 8).
-shared EL As[BM * (BK + PAD) / V];
-shared EL Bs[BN * (BK + PAD) / V];
-shared float Cs[SG_M * SG_N * 256];  // one 16 x 16 f32 fragment per subgroup, for the epilogue
+// A slices: row-major [BM][BK + PAD], or column-major [BK][BM + PAD] when A is transposed; B likewise. Offsets
+// are in halves; VEC8 arrays hold 8 halves per element (row strides are multiples of 8 halves).
+shared EL As[STAGES * STAGE_A / V];
+shared EL Bs[STAGES * STAGE_B / V];
+shared float Cs[SG_M * SG_N * 256];  // one 16 x 16 f32 fragment per subgroup, for edge fragments
 
 // Staging pattern: consecutive invocations take consecutive addresses of the operand's memory (V halves each).
 void slot(uint t, uint e, uint R, bool k_contig, out uint r, out uint k) {
@@ -86,7 +108,12 @@ uint soff(uint r, uint k, uint R, bool k_contig) { return k_contig ? r * (BK + P
 
 void main() {
   const uint t = gl_LocalInvocationID.x, sg = gl_SubgroupID, lane = gl_SubgroupInvocationID;
-  const uint m0 = gl_WorkGroupID.y * BM, n0 = gl_WorkGroupID.x * BN, batch = gl_WorkGroupID.z / p.splits;
+  // Grouped walk: consecutive workgroups cover GROUP_M tiles down a column band before moving right.
+  const uint tiles_m = gl_NumWorkGroups.y, tiles_n = gl_NumWorkGroups.x;
+  const uint lin = gl_WorkGroupID.y * tiles_n + gl_WorkGroupID.x, band = GROUP_M * tiles_n;
+  const uint first_m = (lin / band) * GROUP_M, rows_in_band = min(tiles_m - first_m, GROUP_M);
+  const uint tm = first_m + (lin % band) % rows_in_band, tn = (lin % band) / rows_in_band;
+  const uint m0 = tm * BM, n0 = tn * BN, batch = gl_WorkGroupID.z / p.splits;
   const uint kbeg = (gl_WorkGroupID.z % p.splits) * p.k_chunk, kend = min(p.K, kbeg + p.k_chunk);
   const uint abase = batch * p.a_bstride, bbase = batch * p.b_bstride;
   const uint wm = (sg / SG_N) * (FM * 16), wn = (sg % SG_N) * (FN * 16);  // this subgroup's block in the tile
@@ -98,24 +125,30 @@ void main() {
     [[unroll]] for (uint j = 0; j < FN; ++j) acc[i][j] = fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>(0.0);
   EL ra[LOADS_A], rb[LOADS_B];  // the next K step's slices, in flight while the current one is multiplied
 
-  for (uint k0 = kbeg; k0 < kend + BK; k0 += BK) {
-    if (k0 > kbeg) {
+  const uint steps = (kend - kbeg + BK - 1) / BK;
+  for (uint s = 0; s <= steps; ++s) {
+    const uint st = STAGES == 1 ? 0 : s % 2;  // the shared buffer written this iteration (read the next)
+    if (s > 0) {
+#if STAGES == 1
       // Hazard: every subgroup must be done loading fragments of the previous slices before they are overwritten.
       barrier();
+#endif
+      // (STAGES 2: this buffer was last read two iterations ago, before the previous iteration's barrier.)
       [[unroll]] for (uint e = 0; e < LOADS_A; ++e) {
         uint r, k;
         slot(t, e, BM, a_kc, r, k);
-        As[soff(r, k, BM, a_kc) / V] = ra[e];
+        As[(st * STAGE_A + soff(r, k, BM, a_kc)) / V] = ra[e];
       }
       [[unroll]] for (uint e = 0; e < LOADS_B; ++e) {
         uint r, k;
         slot(t, e, BN, b_kc, r, k);
-        Bs[soff(r, k, BN, b_kc) / V] = rb[e];
+        Bs[(st * STAGE_B + soff(r, k, BN, b_kc)) / V] = rb[e];
       }
       // Hazard: the slices must be complete before any subgroup loads fragments from them.
       barrier();
     }
-    if (k0 < kend) {  // prefetch the slices of step k0 (multiplied in the next iteration)
+    if (s < steps) {  // load the slices of step s into registers (stored to shared in the next iteration)
+      const uint k0 = kbeg + s * BK;
       [[unroll]] for (uint e = 0; e < LOADS_A; ++e) {
         uint r, k;
         slot(t, e, BM, a_kc, r, k);
@@ -130,15 +163,16 @@ void main() {
         rb[e] = (n < p.N && kb < kend) ? EL(b[(bbase + (TRANS_B ? n * p.ldb + kb : kb * p.ldb + n)) / V]) : EL(0);
       }
     }
-    if (k0 > kbeg) {
+    if (s > 0) {  // multiply the slices stored above (step s - 1)
+      const uint ao = st * STAGE_A, bo = st * STAGE_B;
       [[unroll]] for (uint ks = 0; ks < BK; ks += 16) {
         fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> fa[FM];
         [[unroll]] for (uint i = 0; i < FM; ++i)
-          coopMatLoadNV(fa[i], As, soff(wm + 16 * i, ks, BM, a_kc) / V, a_ld / V, TRANS_A);
+          coopMatLoadNV(fa[i], As, (ao + soff(wm + 16 * i, ks, BM, a_kc)) / V, a_ld / V, TRANS_A);
         [[unroll]] for (uint j = 0; j < FN; ++j) {
           fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> fb;
           // B(k, n) sits at soff(n, k): row-major over k x n when B is not transposed, column-major when it is.
-          coopMatLoadNV(fb, Bs, soff(wn + 16 * j, ks, BN, b_kc) / V, b_ld / V, TRANS_B);
+          coopMatLoadNV(fb, Bs, (bo + soff(wn + 16 * j, ks, BN, b_kc)) / V, b_ld / V, TRANS_B);
           [[unroll]] for (uint i = 0; i < FM; ++i) acc[i][j] = coopMatMulAddNV(fa[i], fb, acc[i][j]);
         }
       }
@@ -146,14 +180,24 @@ void main() {
   }
 
   const uint cbase = gl_WorkGroupID.z * p.M * p.N;  // (batch, split) slice
+  const bool direct = p.N % 8 == 0;                 // 16-byte aligned rows: whole fragments store straight
   [[unroll]] for (uint i = 0; i < FM; ++i) {
     [[unroll]] for (uint j = 0; j < FN; ++j) {
+      const uint r0 = m0 + wm + 16 * i, c0 = n0 + wn + 16 * j;
+      if (direct && r0 + 16 <= p.M && c0 + 16 <= p.N) {
+#ifdef OUT_F16
+        coopMatStoreNV(fcoopmatNV<16, gl_ScopeSubgroup, 16, 16>(acc[i][j]), c, cbase + r0 * p.N + c0, p.N, false);
+#else
+        coopMatStoreNV(acc[i][j], c, cbase + r0 * p.N + c0, p.N, false);
+#endif
+        continue;
+      }
       coopMatStoreNV(acc[i][j], Cs, sg * 256, 16, false);
       // Hazard: every lane's part of the fragment must be in shared memory before lanes read across it.
       subgroupMemoryBarrierShared();
       subgroupBarrier();
       [[unroll]] for (uint e = 0; e < 8; ++e) {
-        const uint idx = lane + 32 * e, row = m0 + wm + 16 * i + idx / 16, col = n0 + wn + 16 * j + idx % 16;
+        const uint idx = lane + 32 * e, row = r0 + idx / 16, col = c0 + idx % 16;
         if (row < p.M && col < p.N) c[cbase + row * p.N + col] = OUT_T(Cs[sg * 256 + idx]);
       }
       // Hazard: the reads must finish before the next fragment overwrites this subgroup's scratch.

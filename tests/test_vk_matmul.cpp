@@ -114,3 +114,32 @@ TEST_CASE("vk matmul with f16 operands: f16 out within one f16 rounding of the C
   gpu().set_matmul_mode(vk::matmul_mode_from_env());
   expect_clean();
 }
+
+TEST_CASE("vk matmul coopmat block tiles: every 16-byte-load f16 tile matches the CPU at tile-cutting sizes") {
+  GpuScope g;
+  // ALPHA_VK_CM_TILE names are checked on every device; the kernels themselves need NV cooperative matrices.
+  CHECK_THROWS_AS(gpu().set_cm_tile("3x3w1k1s1"), ValueError);
+  if (!gpu().runtime().device().features().nv_coopmat_f16) {
+    MESSAGE("device without NV cooperative matrices: the coopmat tiles run on the GPU machine (scripts/gpu)");
+    return;
+  }
+  gpu().set_matmul_mode(vk::MatmulMode::automatic);
+  // Multiples of 8 (16-byte loads) that cut 64/128/256-wide tiles and K steps mid-way; a batch; a long K with few
+  // tiles (split-K: f32 partials summed in order, one f16 rounding); whole fragments (direct stores) and edges.
+  const Case cases[] = {{1, 8, 8, 8}, {2, 72, 40, 136}, {1, 264, 96, 520}, {1, 136, 1048, 200}, {1, 256, 64, 256}};
+  for (const vk::CmTile& t : vk::cm_tiles()) {
+    gpu().set_cm_tile(t.name);
+    for (const Case& c : cases)
+      for (bool ta : {false, true})
+        for (bool tb : {false, true}) {
+          const Tensor a = ops::cast(randn(ta ? Shape{c.nb, c.K, c.M} : Shape{c.nb, c.M, c.K}, 500 + c.M), DType::f16);
+          const Tensor b = ops::cast(randn(tb ? Shape{c.nb, c.N, c.K} : Shape{c.nb, c.K, c.N}, 600 + c.N), DType::f16);
+          const Tensor got = on_gpu([&] { return ops::matmul(a, b, ta, tb); });
+          expect_close(got, on_cpu([&] { return ops::matmul(a, b, ta, tb); }), 2e-3, 2e-3 * std::sqrt(double(c.K)),
+                       fmt::format("tile {} f16 {} x {}x{}x{} ta={} tb={}", t.name, c.nb, c.M, c.K, c.N, ta, tb));
+        }
+  }
+  gpu().set_cm_tile("");
+  gpu().set_matmul_mode(vk::matmul_mode_from_env());
+  expect_clean();
+}

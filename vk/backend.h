@@ -10,6 +10,8 @@
 #pragma once
 #include <array>
 #include <memory>
+#include <span>
+#include <string>
 
 #include "core/backend.h"
 #include "vk/runtime.h"
@@ -20,6 +22,15 @@ namespace alpha::vk {
 // otherwise; simt / coopmat force one (coopmat falls back to SIMT on devices without it). ALPHA_VK_MATMUL.
 enum class MatmulMode { automatic, simt, coopmat };
 MatmulMode matmul_mode_from_env();
+// A block tile of the 16-byte-load f16 coopmat kernel (spirv/matmul_cm.comp; spirv/CMakeLists.txt compiles one
+// variant per entry of kCmTiles): name = <bm>x<bn>w<subgroups>k<bk>s<shared stages>.
+struct CmTile {
+  const char* name;
+  int64_t bm, bn, bk;
+};
+std::span<const CmTile> cm_tiles();
+// ALPHA_VK_CM_TILE=<name> forces one tile for every product (sweeps, tests); empty = chosen per shape.
+std::string cm_tile_from_env();
 // Attention kernels (vk/attention.cpp): true = the tensor-core kernels where they apply (f16, head size 64,
 // NV cooperative matrix), else the SIMT ones. ALPHA_VK_ATTENTION=auto (true) | simt (false).
 bool attention_coopmat_from_env();
@@ -50,8 +61,12 @@ class VulkanBackend : public Backend {
   std::string attention_kernel(DType dtype, int64_t D) const;
   // The kernel variant a (batches x) M x N product of `dtype` operands runs with (tests, bench).
   std::string matmul_kernel(DType dtype, int64_t M, int64_t N, int64_t K, int64_t batches) const;
-  // K slices for split-K (1 = none): enough 128 x 128 workgroups to fill the GPU, slices >= kMinSplitK deep.
-  int64_t matmul_splits(const std::string& kernel, int64_t M, int64_t N, int64_t K, int64_t batches) const;
+  // The block tile of the 16-byte-load coopmat kernel for a (batches x) M x N x K product (forced or by shape).
+  const CmTile& cm_tile(int64_t M, int64_t N, int64_t K, int64_t batches) const;
+  void set_cm_tile(std::string name);  // "" = by shape; else a kCmTiles name (throws ValueError otherwise)
+  // K slices for split-K (1 = none): enough bm x bn workgroups to fill the GPU, slices >= kMinSplitK deep.
+  int64_t matmul_splits(const std::string& kernel, int64_t M, int64_t N, int64_t K, int64_t batches,
+                        int64_t bm = 128, int64_t bn = 128) const;
   static constexpr int64_t kTargetGroups = 256, kMinSplitK = 256;
   void sync() { rt_->queue().sync(); }
 
@@ -112,6 +127,7 @@ class VulkanBackend : public Backend {
   std::unique_ptr<Runtime> rt_;
   std::array<int64_t, 9> thresholds_{};
   MatmulMode matmul_mode_ = matmul_mode_from_env();
+  std::string cm_tile_ = cm_tile_from_env();
   bool attention_coopmat_ = attention_coopmat_from_env();
 };
 

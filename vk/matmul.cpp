@@ -31,7 +31,40 @@ int64_t batch_stride(const Tensor& x, const Shape& batch) {
 }
 
 int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// Mirrors spirv/CMakeLists.txt's tile list (a missing variant fails at pipeline creation in the GPU tests).
+constexpr CmTile kCmTiles[] = {
+    {"128x128w8k64s1", 128, 128, 64}, {"128x128w4k64s1", 128, 128, 64}, {"128x64w4k64s1", 128, 64, 64},
+    {"64x128w4k64s1", 64, 128, 64},   {"128x128w4k32s2", 128, 128, 32}, {"256x128w8k32s1", 256, 128, 32},
+};
+
+const CmTile& tile_named(const std::string& name) {
+  for (const CmTile& t : kCmTiles)
+    if (name == t.name) return t;
+  std::string known;
+  for (const CmTile& t : kCmTiles) known += std::string(known.empty() ? "" : ", ") + t.name;
+  throw ValueError(fmt::format("[vk] coopmat tile '{}' is not one of {}", name, known));
+}
 }  // namespace
+
+std::span<const CmTile> cm_tiles() { return kCmTiles; }
+
+std::string cm_tile_from_env() {
+  const char* e = std::getenv("ALPHA_VK_CM_TILE");
+  if (!e || !*e || std::strcmp(e, "auto") == 0) return "";
+  return tile_named(e).name;
+}
+
+void VulkanBackend::set_cm_tile(std::string name) { cm_tile_ = name.empty() ? "" : tile_named(name).name; }
+
+const CmTile& VulkanBackend::cm_tile(int64_t M, int64_t N, int64_t K, int64_t batches) const {
+  if (!cm_tile_.empty()) return tile_named(cm_tile_);
+  (void)M, (void)K, (void)batches;
+  // From scripts/gpu/gemm_tiles.sh on an H100 (docs/PERFORMANCE.md): 4 subgroups of 64 x 64 on 128 x 128 tiles win
+  // for wide outputs (4096^3: 194 vs 152 TFLOP/s for the 8-subgroup 128 x 128); 128 x 64 tiles for N <= 1024
+  // (GPT-2's N = 768 products: 151-179 vs 130-150).
+  return tile_named(N <= 1024 ? "128x64w4k64s1" : "128x128w4k64s1");
+}
 
 MatmulMode matmul_mode_from_env() {
   const char* e = std::getenv("ALPHA_VK_MATMUL");
@@ -52,9 +85,10 @@ std::string VulkanBackend::matmul_kernel(DType dtype, int64_t M, int64_t N, int6
   return (big_tiles >= kTargetGroups || split ? "matmul" : "matmul_small") + s;
 }
 
-int64_t VulkanBackend::matmul_splits(const std::string& kernel, int64_t M, int64_t N, int64_t K, int64_t batches) const {
+int64_t VulkanBackend::matmul_splits(const std::string& kernel, int64_t M, int64_t N, int64_t K, int64_t batches,
+                                     int64_t bm, int64_t bn) const {
   if (kernel == "matmul_f16" || kernel.rfind("matmul_small", 0) == 0) return 1;  // no f32-partials variant / small grids
-  const int64_t tiles = cdiv(M, 128) * cdiv(N, 128) * batches;
+  const int64_t tiles = cdiv(M, bm) * cdiv(N, bn) * batches;
   if (tiles >= kTargetGroups || K < 2 * kMinSplitK) return 1;
   return std::min(cdiv(kTargetGroups, tiles), K / kMinSplitK);
 }
@@ -72,11 +106,13 @@ Tensor VulkanBackend::matmul(const Tensor& a, const Tensor& b, bool ta, bool tb)
   // f16 coopmat with every size and stride a multiple of 8: 16-byte loads of 8 halves.
   const bool vec8 = kernel == "matmul_cm_f16" && M % 8 == 0 && N % 8 == 0 && K % 8 == 0 && a.size(-1) % 8 == 0 &&
                     b.size(-1) % 8 == 0 && sa % 8 == 0 && sb % 8 == 0;
-  const int64_t tile = kernel.rfind("matmul_small", 0) == 0 ? 64 : 128;
-  if (cdiv(M, tile) > 65535 || cdiv(N, tile) > 65535) return {};
-  const int64_t splits = matmul_splits(kernel, M, N, K, nb);
-  // Slices of 32 (both kernels' K step) so only the last one has a partial step.
-  const int64_t k_chunk = splits > 1 ? cdiv(cdiv(K, splits), 32) * 32 : K;
+  const CmTile* ct = vec8 ? &cm_tile(M, N, K, nb) : nullptr;
+  const int64_t bm = ct ? ct->bm : kernel.rfind("matmul_small", 0) == 0 ? 64 : 128, bn = ct ? ct->bn : bm;
+  if (cdiv(M, bm) > 65535 || cdiv(N, bn) > 65535) return {};
+  const int64_t splits = matmul_splits(kernel, M, N, K, nb, bm, bn);
+  // Slices of whole K steps (32, or the tile's) so only the last one has a partial step.
+  const int64_t kstep = ct ? ct->bk : 32;
+  const int64_t k_chunk = splits > 1 ? cdiv(cdiv(K, splits), kstep) * kstep : K;
   Shape out_shape = batch;
   out_shape.push_back(M);
   out_shape.push_back(N);
@@ -84,9 +120,9 @@ Tensor VulkanBackend::matmul(const Tensor& a, const Tensor& b, bool ta, bool tb)
   Tensor out = rt_->output(out_shape, a.dtype());
   const pc::MatmulPC pc{uint32_t(M), uint32_t(N), uint32_t(K), uint32_t(a.size(-1)), uint32_t(b.size(-1)),
                         uint32_t(sa), uint32_t(sb), uint32_t(splits), uint32_t(k_chunk)};
-  const std::array<uint32_t, 3> groups{uint32_t(cdiv(N, tile)), uint32_t(cdiv(M, tile)), uint32_t(nb * splits)};
+  const std::array<uint32_t, 3> groups{uint32_t(cdiv(N, bn)), uint32_t(cdiv(M, bm)), uint32_t(nb * splits)};
   const double flops = 2.0 * double(nb) * double(M) * double(N) * double(K);
-  const std::string variant = vec8 ? kernel + "_vec8" : kernel;
+  const std::string variant = ct ? kernel + "_vec8_" + ct->name : kernel;
   if (splits == 1) {
     rt_->run(variant, {ta ? 1u : 0u, tb ? 1u : 0u}, {{bufa, false}, {bufb, false}, {Runtime::buffer_of(out), true}}, pc,
              groups, flops);
