@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# GPU machine: shakespeare_char training steps (15, medians of steps 4-15) for several settings, with the
-# per-kernel GPU time of the last step (metrics.profile), then the PyTorch peer's step times in the same call.
-# Usage (carry .gl and gpu): bash gpu/steps.sh "label|ENV=.. ENV2=..|--set k=v --set k2=v2" ...
+# GPU machine: `alpha train` steps on Vulkan (15, medians of steps 4-15; CONFIG, default shakespeare_char) for
+# several settings, with the per-kernel GPU time of the last step (metrics.profile), then (TORCH=N lines) the
+# PyTorch peer's step times in the same call. Example: the GPT-2 step with the default dispatch thresholds vs
+# the old fixed ones: CONFIG=gpu/configs/gpt2_124m.json bash gpu/step_speed.sh "auto||$S" "fixed||$S --set ..."
+# Usage (carry .gl and gpu): bash gpu/step_speed.sh "label|ENV=.. ENV2=..|--set k=v --set k2=v2" ...
 set -u
-for f in .gl/*.deb; do dpkg -x $f / >/dev/null; done; ldconfig
-[ -f gpu/lib/libopenblas.so.0 ] || xz -dk gpu/lib/libopenblas.so.0.xz
-export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json LD_LIBRARY_PATH=$PWD/gpu/lib
+source "$(dirname "$0")/setup.sh"
 CONFIG=${CONFIG:-configs/shakespeare_char.json}
 for spec in "$@"; do
   IFS='|' read -r label envs sets <<< "$spec"
