@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Fixture for the safetensors export test (tests/test_checkpoint.cpp): PyTorch loads Alpha's export and
+"""Fixture for the safetensors export test (tests/train/checkpoint/test_checkpoint.cpp): PyTorch loads Alpha's export and
 records logits, so the C++ test can check that the exported bytes mean the same model in a GPT-2 layout.
 
 Run with the Debian torch (no `transformers` / `safetensors` packages: the format is parsed by hand here):

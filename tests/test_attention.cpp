@@ -18,8 +18,8 @@
 #include "autograd/tape.h"
 #include "core/ops.h"
 #include "core/rng.h"
-#include "train/config.h"
-#include "train/gpt.h"
+#include "config/config.h"
+#include "model/gpt.h"
 
 using namespace alpha;
 

@@ -16,8 +16,8 @@
 #include <nlohmann/json.hpp>
 
 #include "core/tensor.h"
-#include "train/cli.h"
-#include "train/run_checkpoint.h"
+#include "cli/cli.h"
+#include "loop/run_checkpoint.h"
 
 namespace alpha::test {
 
@@ -69,7 +69,7 @@ inline std::vector<nlohmann::json> of_type(const fs::path& metrics, const std::s
   return out;
 }
 
-// Sets ALPHA_GUARD_INJECT (train/guard.h's fault hook) for the scope of a test.
+// Sets ALPHA_GUARD_INJECT (train/loop/guard.h's fault hook) for the scope of a test.
 struct Inject {
   explicit Inject(const std::string& spec) { setenv("ALPHA_GUARD_INJECT", spec.c_str(), 1); }
   ~Inject() { unsetenv("ALPHA_GUARD_INJECT"); }

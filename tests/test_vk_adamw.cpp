@@ -18,9 +18,9 @@
 #include "optim/clip.h"
 #include "optim/loss_scale.h"
 #include "test_util.h"
-#include "train/cli.h"
-#include "train/guard.h"
-#include "train/run_checkpoint.h"
+#include "cli/cli.h"
+#include "loop/guard.h"
+#include "loop/run_checkpoint.h"
 #include "vk/adamw.h"
 #include "vk_test_util.h"
 

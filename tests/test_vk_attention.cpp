@@ -216,7 +216,7 @@ TEST_CASE("vk attention: dispatches of GPT's attention section (qkv -> y), fused
       Tensor y;
       if (fused) {
         y = ag::attention_qkv(qkv, H, true, p, rng);
-      } else {  // train/gpt.cpp's unfused block
+      } else {  // train/model/gpt.cpp's unfused block
         auto head = [&](int64_t i) { return ag::transpose(ag::reshape(ag::narrow(qkv, 2, i * C, C), {B, T, H, D}), 1, 2); };
         Tensor att = ag::scale(ag::matmul(head(0), head(1), false, true), 1.0 / std::sqrt(double(D)));
         att = ag::dropout(ag::softmax(att, true), p, rng, true);

@@ -25,7 +25,7 @@
 #include "optim/adamw.h"
 #include "optim/loss_scale.h"
 #include "tests/vk_test_util.h"
-#include "train/gpt.h"
+#include "model/gpt.h"
 
 using namespace alpha;
 using namespace alpha::vktest;

@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "core/error.h"
-#include "train/cli.h"
-#include "train/run_checkpoint.h"
+#include "cli/cli.h"
+#include "loop/run_checkpoint.h"
 #include "test_util.h"
 #include "vk/fault.h"
 

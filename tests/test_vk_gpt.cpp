@@ -6,7 +6,7 @@
 #include "autograd/tape.h"
 #include "optim/adamw.h"
 #include "tests/vk_test_util.h"
-#include "train/gpt.h"
+#include "model/gpt.h"
 
 using namespace alpha;
 using namespace alpha::vktest;

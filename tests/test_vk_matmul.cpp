@@ -76,7 +76,7 @@ TEST_CASE("vk matmul coopmat kernel (NV, f16 operands, f32 accumulation) matches
   GpuScope g;
   if (!gpu().runtime().device().features().nv_coopmat_f16) {
     // lavapipe (CI) has no cooperative matrices; the kernel-choice test above checks the SIMT fallback.
-    MESSAGE("device without NV cooperative matrices: the coopmat kernel runs on the GPU machine (scripts/gpu/run.sh)");
+    MESSAGE("device without NV cooperative matrices: the coopmat kernel runs on the GPU machine (scripts/gpu/gpu_suite.sh)");
     CHECK(gpu().matmul_kernel(DType::f32, 512, 512, 64, 1) != "matmul_cm_f32");
     return;
   }

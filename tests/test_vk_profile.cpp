@@ -10,8 +10,8 @@
 #include "core/backend.h"
 #include "core/ops.h"
 #include "core/rng.h"
-#include "train/cli.h"
-#include "train/metrics_read.h"
+#include "cli/cli.h"
+#include "metrics/metrics_read.h"
 #include "vk/backend.h"
 #include "test_util.h"
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "train/cli.h"
+#include "cli/cli.h"
 #include "test_util.h"
 #include "vk/device.h"
 #include "vk/handles.h"

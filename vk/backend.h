@@ -50,7 +50,7 @@ class VulkanBackend : public Backend {
   // The config's thresholds (dispatch.threshold / dispatch.matmul_threshold) for every class; the environment
   // (ALPHA_GPU_MIN_WORK, ALPHA_VK_CPU_OPS) still wins, as in the constructor.
   void configure_thresholds(int64_t elements, int64_t matmul_flops);
-  // Per-class thresholds (a calibration profile, train/calibrate.h) over the current ones, then the environment.
+  // Per-class thresholds (a calibration profile, train/loop/calibrate.h) over the current ones, then the environment.
   void configure_class_thresholds(const std::map<OpClass, int64_t>& per_class);
   int64_t threshold(OpClass cls) const { return thresholds_[static_cast<size_t>(cls)]; }
   int class_count() const { return static_cast<int>(thresholds_.size()); }  // OpClass values 0 .. class_count()-1

@@ -63,7 +63,7 @@ int env_device_index() {
   const char* e = std::getenv("ALPHA_DEVICE");
   if (!e || !*e) return -1;
   std::string_view s(e);
-  if (s == "auto" || s == "cpu" || s == "vulkan") return -1;  // not an index: train/device.cpp reads these
+  if (s == "auto" || s == "cpu" || s == "vulkan") return -1;  // not an index: train/loop/device.cpp reads these
   if (s.starts_with("vulkan:")) s.remove_prefix(7);
   int v = 0;
   for (char c : s) {

@@ -1,11 +1,9 @@
 #!/usr/bin/env bash
 # GPU machine: the shakespeare_char recipe (nanoGPT's: 6L/6H/384, T 256, B 64, dropout 0.2, 5000 steps, eval every
 # 250 over 200 batches) in f16 precision (coopmat matmuls, f16 activations, dynamic loss scaling) with the GPU AdamW.
-# Prints the eval records and the best val loss. Usage (carry .gl and gpu): bash gpu/quality.sh [extra --set ...]
+# Prints the eval records, the best val loss and the median step ms. Usage (carry .gl and gpu): bash gpu/quality.sh [extra --set ...]
 set -u
-for f in .gl/*.deb; do dpkg -x $f / >/dev/null; done; ldconfig
-[ -f gpu/lib/libopenblas.so.0 ] || xz -dk gpu/lib/libopenblas.so.0.xz
-export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json LD_LIBRARY_PATH=$PWD/gpu/lib
+source "$(dirname "$0")/setup.sh"
 time timeout 580 gpu/alpha train configs/shakespeare_char.json --quiet --set data.path=gpu/tinyshakespeare.txt \
   --set out_dir=$OUT/quality --set device=vulkan --set model.precision=f16 --set optim.device=gpu \
   --set checkpoint.interval=100000 "$@" > $OUT/quality.log 2>&1; echo "rc=$?"

@@ -2,8 +2,14 @@
 # nanoGPT CPU recipe, one Alpha and one PyTorch run per seed, all at once on the GPU machine's CPU (THREADS each,
 # default 1). Per run: the recipe's val loss at step 2000 (20 random batches) and the full-val loss (every
 # consecutive non-overlapping 65-token window of the val split: `alpha eval`, FULL_EVAL=1 in the peer).
+# GELU=none: the PyTorch peer alone with nanoGPT's exact (erf) GELU instead of tanh (the two last log lines per seed).
 # Usage (carry .gl and gpu): bash gpu/seeds.sh SEED...   -> one JSON line per seed
 set -u
+if [ "${GELU:-}" = none ]; then
+  for s in "$@"; do GELU=none SEED=$s THREADS=${THREADS:-2} python3 scripts/torch_cpu_recipe.py gpu/tinyshakespeare.txt > $OUT/g$s.log 2>&1 & done
+  wait; for s in "$@"; do tail -2 $OUT/g$s.log | tr '\n' ' '; echo; done
+  exit 0
+fi
 [ -f gpu/lib/libopenblas.so.0 ] || xz -dk gpu/lib/libopenblas.so.0.xz
 export LD_LIBRARY_PATH=$PWD/gpu/lib
 TH=${THREADS:-1}

@@ -37,7 +37,7 @@ function records(text) {
   lines.pop();
   return lines.filter((l) => l.trim()).map((l) => JSON.parse(l));
 }
-// Expected points per chart and series, mirroring CHARTS in train/dash_page.h.
+// Expected points per chart and series, mirroring CHARTS in train/metrics/dash_page.h.
 const SERIES = {
   loss: { train: ["step", "loss"], val: ["eval", "val_loss"] },
   lr: { lr: ["step", "lr"] },

@@ -8,10 +8,10 @@
 
 #include "core/rng.h"
 #include "tests/fuzz/fuzz_util.h"
-#include "train/checkpoint.h"
-#include "train/gpt.h"
-#include "train/run_checkpoint.h"
-#include "train/tokenizer.h"
+#include "checkpoint/checkpoint.h"
+#include "model/gpt.h"
+#include "loop/run_checkpoint.h"
+#include "data/tokenizer.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::vector<uint8_t> bytes(data, data + size);

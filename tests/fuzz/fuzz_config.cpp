@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/fuzz/fuzz_util.h"
-#include "train/config.h"
+#include "config/config.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string input(reinterpret_cast<const char*>(data), size);

@@ -6,10 +6,10 @@
 
 #include "core/rng.h"
 #include "tests/fuzz/fuzz_util.h"
-#include "train/checkpoint.h"
-#include "train/gpt.h"
-#include "train/safetensors.h"
-#include "train/tokenizer.h"
+#include "checkpoint/checkpoint.h"
+#include "model/gpt.h"
+#include "checkpoint/safetensors.h"
+#include "data/tokenizer.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const alpha::fuzz::MemFile file(data, size);

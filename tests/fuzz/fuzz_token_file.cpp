@@ -5,8 +5,8 @@
 #include <vector>
 
 #include "tests/fuzz/fuzz_util.h"
-#include "train/data.h"
-#include "train/token_file.h"
+#include "data/data.h"
+#include "data/token_file.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const alpha::fuzz::MemFile file(data, size);

@@ -11,8 +11,8 @@
 
 #include "core/error.h"
 #include "tests/fuzz/fuzz_util.h"
-#include "train/json_limits.h"
-#include "train/tokenizer.h"
+#include "config/json_limits.h"
+#include "data/tokenizer.h"
 
 namespace {
 
@@ -43,7 +43,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string rest(reinterpret_cast<const char*>(data) + 1, size - 1);
   alpha::fuzz::expect_only<alpha::ValueError>([&] {
     if (data[0] % 2 == 0) {
-      // Readers check the depth before parsing (train/json_limits.h); malformed JSON is the reader's error.
+      // Readers check the depth before parsing (train/config/json_limits.h); malformed JSON is the reader's error.
       if (alpha::json_nesting_depth(rest) > alpha::kMaxJsonDepth) return;
       const nlohmann::json j = nlohmann::json::parse(rest, nullptr, /*allow_exceptions=*/false);
       if (j.is_discarded()) return;

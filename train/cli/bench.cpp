@@ -1,0 +1,83 @@
+#include "cli/bench.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <functional>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "autograd/ops.h"
+#include "autograd/tape.h"
+#include "core/ops.h"
+#include "core/parallel.h"
+#include "model/gpt.h"
+
+namespace alpha {
+
+namespace {
+
+double median_ms(int warmup, int reps, const std::function<void()>& fn) {
+  for (int i = 0; i < warmup; ++i) fn();
+  std::vector<double> t;
+  for (int i = 0; i < reps; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    fn();
+    t.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::nth_element(t.begin(), t.begin() + reps / 2, t.end());
+  return t[static_cast<size_t>(reps / 2)];
+}
+
+Tensor randn(const Shape& s, Rng& rng) {
+  Tensor t = Tensor::empty(s);
+  float* p = t.mutable_data<float>();
+  for (int64_t i = 0; i < t.numel(); ++i) p[i] = static_cast<float>(rng.normal());
+  return t;
+}
+
+}  // namespace
+
+void run_cpu_bench(bool json) {
+  Rng rng(0);
+  nlohmann::json out = {{"threads", num_threads()}, {"matmul", nlohmann::json::array()}};
+  // (rows = B*T, in, out) of the linear layers of nanoGPT's CPU recipe (B=12, T=64, C=128, V=65) and of
+  // shakespeare_char (B=64, T=256, C=384) scaled to 2048 rows.
+  struct Shp { const char* name; int64_t M, K, N; };
+  const std::vector<Shp> shapes = {
+      {"cpu-recipe qkv", 768, 128, 384}, {"cpu-recipe fc", 768, 128, 512}, {"cpu-recipe proj", 768, 512, 128},
+      {"cpu-recipe head", 768, 128, 65}, {"char qkv", 2048, 384, 1152},   {"char fc", 2048, 384, 1536},
+      {"char proj", 2048, 1536, 384},    {"square 1024", 1024, 1024, 1024}};
+  for (const auto& s : shapes) {
+    Tensor x = randn({s.M, s.K}, rng), w = randn({s.N, s.K}, rng);  // y = x @ w^T like a linear layer
+    const double ms = median_ms(3, 15, [&] { ops::matmul(x, w, false, true); });
+    const double gflops = 2.0 * s.M * s.K * s.N / (ms * 1e6);
+    out["matmul"].push_back({{"name", s.name}, {"M", s.M}, {"K", s.K}, {"N", s.N}, {"ms", ms}, {"gflops", gflops}});
+  }
+  // One transformer block forward + backward at the CPU recipe's shape (through a 1-layer GPT minus head).
+  GPTConfig mc{1, 4, 128, 64, 65, 0.0, false};
+  Rng init(1), drop(2);
+  GPT model(mc, init);
+  Tensor idx = Tensor::zeros({12, 64}, DType::i32), tgt = Tensor::zeros({12, 64}, DType::i32);
+  const double step_ms = median_ms(3, 15, [&] {
+    Tensor loss = model.loss(idx, tgt, true, drop);
+    ag::backward(loss);
+    for (Tensor p : model.parameters()) p.set_grad(Tensor());
+  });
+  out["gpt_1layer_fwd_bwd_ms"] = step_ms;
+  out["gpt_1layer_shape"] = "B=12 T=64 C=128 H=4 V=65";
+  if (json) {
+    std::printf("%s\n", out.dump().c_str());
+    return;
+  }
+  std::printf("CPU matmul (%d threads), y = x @ w^T, median of 15:\n", num_threads());
+  std::printf("  %-16s %6s %6s %6s %9s %9s\n", "shape", "M", "K", "N", "ms", "GFLOP/s");
+  for (const auto& m : out["matmul"])
+    std::printf("  %-16s %6lld %6lld %6lld %9.3f %9.2f\n", m["name"].get<std::string>().c_str(),
+                static_cast<long long>(m["M"]), static_cast<long long>(m["K"]), static_cast<long long>(m["N"]),
+                m["ms"].get<double>(), m["gflops"].get<double>());
+  std::printf("1-layer GPT forward+backward (B=12 T=64 C=128 H=4 V=65): %.3f ms\n", step_ms);
+}
+
+}  // namespace alpha

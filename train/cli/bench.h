@@ -1,0 +1,29 @@
+// `alpha bench cpu`: CPU matmul GFLOP/s at GPT shapes and the forward+backward time of a transformer block.
+// `alpha bench gpu` (train/cli/bench_gpu.cpp): GEMM TFLOP/s per matmul kernel, memory-bound kernel GB/s and the
+// GPT training step on a Vulkan device. Medians after warm-up; timings are benchmarks, never tests.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "model/gpt.h"
+
+namespace alpha {
+
+void run_cpu_bench(bool json);
+
+struct GpuBenchOptions {
+  std::string device = "vulkan";
+  GPTConfig model;        // defaults: shakespeare_char (6L, 6H, 384 wide, T 256, V 65)
+  int64_t batch = 64;
+  int grad_accum = 1;
+  std::string optim_device = "gpu";  // AdamW on the GPU (optim.device gpu) or the CPU
+  int warmup = 3, steps = 10;
+  double peak_tflops = 0;  // > 0: MFU of the step
+  bool json = false;
+  bool quick = false;  // smoke run (CI on lavapipe): no 4096^3 case, 1 warm-up + 3 timed repetitions, 2 steps
+  std::vector<std::string> gemm;  // "M,K,N[,ta,tb]" shapes instead of the default list (then no kernels/step)
+};
+void run_gpu_bench(const GpuBenchOptions& opts);
+
+}  // namespace alpha

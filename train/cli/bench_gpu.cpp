@@ -1,0 +1,254 @@
+// `alpha bench gpu`: GEMM TFLOP/s per matmul kernel (4096^3 and the GPT's shapes, every transpose the
+// training step uses), GB/s of the memory-bound kernels, and the GPT training step (forward+backward and the
+// optimizer timed apart; grad accumulation) with tokens/s and MFU. Kernel times are Vulkan timestamps, step
+// times wall clock; warm-up first, medians reported.
+// Dimension legend: B batch, T time, C channels, V vocabulary, BT = B*T rows, M/K/N matmul.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "autograd/ops.h"
+#include "autograd/tape.h"
+#include "core/ops.h"
+#include "core/rng.h"
+#include "optim/adamw.h"
+#include "optim/clip.h"
+#include "cli/bench.h"
+#include "config/config.h"
+#include "loop/device.h"
+#include "model/gpt.h"
+#include "vk/adamw.h"
+#include "vk/backend.h"
+
+namespace alpha {
+
+namespace {
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0.0 : v[v.size() / 2];
+}
+
+Tensor randn(const Shape& s, Rng& rng, double scale = 1.0) {
+  Tensor t = Tensor::empty(s);
+  float* p = t.mutable_data<float>();
+  for (int64_t i = 0; i < t.numel(); ++i) p[i] = static_cast<float>(rng.normal() * scale);
+  return t;
+}
+
+double total_ns(const std::map<std::string, double>& m) {
+  double s = 0;
+  for (const auto& [k, v] : m) s += v;
+  return s;
+}
+
+// Median GPU time (ms, timestamps) of fn's dispatches: warm-up runs, then one sync per repetition.
+double gpu_ms(vk::VulkanBackend& be, const std::function<void()>& fn, int warmup, int reps) {
+  for (int i = 0; i < warmup; ++i) fn();
+  be.sync();
+  std::vector<double> t;
+  for (int i = 0; i < reps; ++i) {
+    const double before = total_ns(be.kernel_gpu_ns());
+    fn();
+    be.sync();
+    t.push_back((total_ns(be.kernel_gpu_ns()) - before) / 1e6);
+  }
+  return median(t);
+}
+
+struct GemmCase {
+  std::string name;
+  int64_t M, K, N;
+  bool ta, tb;
+};
+
+// The products of one linear layer y = x W^T (x: BT x in, W: out x in) in a training step.
+void linear_cases(std::vector<GemmCase>& v, const std::string& name, int64_t BT, int64_t in, int64_t out) {
+  v.push_back({name + " fwd x@W^T", BT, in, out, false, true});
+  v.push_back({name + " dx dy@W", BT, out, in, false, false});
+  v.push_back({name + " dW dy^T@x", out, BT, in, true, false});
+}
+
+struct Mode {
+  std::string name;
+  vk::MatmulMode mode;
+  DType dtype;
+};
+
+// The training step as the trainer runs it: forward+backward (loss read once per step), then global-norm clip +
+// AdamW on the GPU (optim.device gpu) or the CPU; f16 runs seed the backward with a loss scale.
+nlohmann::json bench_train_step(const GpuBenchOptions& o, DeviceScope& scope, vk::VulkanBackend& be, Rng& rng) {
+  const GPTConfig& mc = o.model;
+  const int64_t BT = o.batch * mc.block_size, V = mc.vocab_size;
+  scope.sync();
+  GPT model(mc, rng);
+  Tensor idx = Tensor::empty({o.batch, mc.block_size}, DType::i32), tgt = Tensor::empty({o.batch, mc.block_size}, DType::i32);
+  for (Tensor* t : {&idx, &tgt}) {
+    int32_t* p = t->mutable_data<int32_t>();
+    for (int64_t i = 0; i < t->numel(); ++i) p[i] = static_cast<int32_t>(rng.next_u32() % uint32_t(V));
+  }
+  const bool gpu_opt = o.optim_device == "gpu";
+  std::unique_ptr<AdamW> opt = gpu_opt ? std::make_unique<vk::GpuAdamW>(be, model.parameters(), AdamWOptions{})
+                                       : std::make_unique<AdamW>(model.parameters(), AdamWOptions{});
+  auto* gopt = dynamic_cast<vk::GpuAdamW*>(opt.get());
+  const double loss_scale = mc.f16 ? 1024.0 : 1.0;  // a fixed scale: timing only (the trainer adapts it)
+  std::vector<double> fb, op, total;
+  for (int s = 0; s < o.warmup + o.steps; ++s) {
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int micro = 0; micro < o.grad_accum; ++micro) {
+      Tensor loss = model.loss(idx, tgt, true, rng);
+      if (gopt) gopt->add_loss(loss, micro == 0);
+      ag::backward(loss, loss_scale / o.grad_accum);
+    }
+    scope.sync();
+    const auto t1 = std::chrono::steady_clock::now();
+    if (gopt) {
+      gopt->clip_and_step(1e-4, 1.0, 1.0 / loss_scale);
+      (void)gopt->read_stats();  // the step's one host read: loss and grad norm
+    } else {
+      clip_grad_norm(opt->params(), 1.0 * loss_scale);
+      opt->step(1e-4);
+    }
+    opt->zero_grad();
+    scope.sync();
+    const auto t2 = std::chrono::steady_clock::now();
+    if (s < o.warmup) continue;
+    fb.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+    op.push_back(std::chrono::duration<double, std::milli>(t2 - t1).count());
+    total.push_back(std::chrono::duration<double, std::milli>(t2 - t0).count());
+  }
+  const double ms = median(total), tokens = double(BT) * o.grad_accum;
+  nlohmann::json step = {{"steps", o.steps}, {"grad_accum", o.grad_accum}, {"optimizer", o.optim_device},
+                         {"fwd_bwd_ms", median(fb)}, {"optimizer_ms", median(op)}, {"step_ms", ms},
+                         {"tokens_per_s", tokens / (ms / 1e3)}};
+  if (o.peak_tflops > 0)
+    step["mfu"] = model.flops_per_token(mc.block_size) * tokens / (ms / 1e3) / (o.peak_tflops * 1e12);
+  return step;
+}
+
+// The human-readable report (without --json).
+void print_gpu_bench(const GpuBenchOptions& o, const nlohmann::json& out, const std::vector<Mode>& modes, int reps) {
+  const GPTConfig& mc = o.model;
+  std::printf("%s\n", out["device"].get<std::string>().c_str());
+  std::printf("GEMM (median of %d, GPU timestamps), TFLOP/s:\n  %-20s %6s %6s %6s", reps, "shape", "M", "K", "N");
+  for (const Mode& m : modes) std::printf(" %15s", m.name.c_str());
+  std::printf("\n");
+  for (const auto& r : out["gemm"]) {
+    std::printf("  %-20s %6lld %6lld %6lld", r["name"].get<std::string>().c_str(), static_cast<long long>(r["M"]),
+                static_cast<long long>(r["K"]), static_cast<long long>(r["N"]));
+    for (const Mode& m : modes) std::printf(" %15.2f", r[m.name]["tflops"].get<double>());
+    std::printf("\n");
+  }
+  std::printf("Memory-bound kernels (f32):\n");
+  for (const auto& k : out["kernels"])
+    std::printf("  %-28s %8.3f ms %8.1f GB/s\n", k["name"].get<std::string>().c_str(), k["ms"].get<double>(),
+                k["gb_s"].get<double>());
+  const auto& s = out["step"];
+  std::printf("Training step (B=%lld, T=%lld, grad_accum %d, %s AdamW, median of %d): %.2f ms (fwd+bwd %.2f, optimizer %.2f), "
+              "%.0f tokens/s%s\n",
+              static_cast<long long>(o.batch), static_cast<long long>(mc.block_size), o.grad_accum, o.optim_device.c_str(), o.steps,
+              s["step_ms"].get<double>(), s["fwd_bwd_ms"].get<double>(), s["optimizer_ms"].get<double>(),
+              s["tokens_per_s"].get<double>(),
+              s.contains("mfu") ? fmt::format(", MFU {:.1f}%", 100 * s["mfu"].get<double>()).c_str() : "");
+}
+
+}  // namespace
+
+void run_gpu_bench(const GpuBenchOptions& o) {
+  // --gemm shapes are checked before the device starts (a usage error, exit 2).
+  std::vector<GemmCase> custom;
+  for (const std::string& g : o.gemm) {
+    long long M = 0, K = 0, N = 0;
+    int ta = 0, tb = 0;
+    const int got = std::sscanf(g.c_str(), "%lld,%lld,%lld,%d,%d", &M, &K, &N, &ta, &tb);
+    ALPHA_CHECK((got == 3 || got == 5) && M > 0 && K > 0 && N > 0 && M <= 65536 && K <= 65536 && N <= 65536,
+                ConfigError, "[bench] --gemm \"{}\" is not M,K,N or M,K,N,ta,tb with sizes in [1, 65536]", g);
+    custom.push_back({g, M, K, N, ta != 0, tb != 0});
+  }
+  DeviceScope scope(o.device, 0, 0, /*profile=*/true);
+  auto* be = dynamic_cast<vk::VulkanBackend*>(scope.backend());
+  ALPHA_CHECK(be != nullptr, ValueError, "[bench] device \"{}\" is not a Vulkan device", o.device);
+  ALPHA_CHECK(scope.profiling(), ValueError, "[bench] {} has no compute-queue timestamps", scope.description());
+  const auto& feat = be->runtime().device().features();
+  const GPTConfig& mc = o.model;
+  const int64_t BT = o.batch * mc.block_size, C = mc.n_embd, V = mc.vocab_size;
+  nlohmann::json out = {{"device", scope.description()},
+                        {"model", {{"n_layer", mc.n_layer}, {"n_head", mc.n_head}, {"n_embd", C},
+                                   {"block_size", mc.block_size}, {"vocab_size", V}, {"batch", o.batch},
+                                   {"precision", mc.f16 ? "f16" : "f32"}}}};
+  Rng rng(0);
+
+  // ---- GEMM: each kernel family the device has, on every shape ----
+  const int warm = o.quick ? 1 : 5, reps = o.quick ? 3 : 20;
+  std::vector<GemmCase> cases;
+  if (!o.quick) cases.push_back({"square 4096", 4096, 4096, 4096, false, false});
+  linear_cases(cases, "qkv", BT, C, 3 * C);
+  linear_cases(cases, "fc", BT, C, 4 * C);
+  linear_cases(cases, "proj", BT, 4 * C, C);
+  linear_cases(cases, "head", BT, C, V);
+  if (!custom.empty()) cases = custom;
+  std::vector<Mode> modes = {{"simt f32", vk::MatmulMode::simt, DType::f32}};
+  if (feat.storage_16bit) modes.push_back({"simt f16", vk::MatmulMode::simt, DType::f16});
+  if (feat.nv_coopmat_f16) {
+    modes.push_back({"coopmat f32-in", vk::MatmulMode::coopmat, DType::f32});
+    modes.push_back({"coopmat f16", vk::MatmulMode::coopmat, DType::f16});
+  }
+  out["gemm"] = nlohmann::json::array();
+  for (const GemmCase& c : cases) {
+    Tensor a = randn(c.ta ? Shape{c.K, c.M} : Shape{c.M, c.K}, rng), b = randn(c.tb ? Shape{c.N, c.K} : Shape{c.K, c.N}, rng);
+    nlohmann::json row = {{"name", c.name}, {"M", c.M}, {"K", c.K}, {"N", c.N}, {"ta", c.ta}, {"tb", c.tb}};
+    for (const Mode& m : modes) {
+      be->set_matmul_mode(m.mode);
+      const Tensor x = m.dtype == DType::f32 ? a : ops::cast(a, m.dtype), y = m.dtype == DType::f32 ? b : ops::cast(b, m.dtype);
+      const double ms = gpu_ms(*be, [&] { ops::matmul(x, y, c.ta, c.tb); }, warm, reps);
+      const std::string kernel = be->matmul_kernel(m.dtype, c.M, c.N, c.K, 1);
+      row[m.name] = {{"kernel", kernel}, {"splits", be->matmul_splits(kernel, c.M, c.N, c.K, 1)}, {"ms", ms},
+                     {"tflops", 2.0 * double(c.M) * double(c.K) * double(c.N) / (ms * 1e9)}};
+    }
+    out["gemm"].push_back(row);
+  }
+  be->set_matmul_mode(vk::matmul_mode_from_env());
+
+  if (!o.gemm.empty()) {
+    std::printf("%s\n", out.dump(1).c_str());
+    return;
+  }
+  // ---- memory-bound kernels: bytes read + written per GPU second ----
+  out["kernels"] = nlohmann::json::array();
+  auto bw = [&](const std::string& name, double bytes, const std::function<void()>& fn) {
+    const double ms = gpu_ms(*be, fn, warm, reps);
+    out["kernels"].push_back({{"name", name}, {"ms", ms}, {"gb_s", bytes / (ms * 1e6)}});
+  };
+  {
+    const Tensor x = randn({BT, C}, rng), y = randn({BT, C}, rng), h = randn({BT, 4 * C}, rng);
+    const Tensor w = randn({C}, rng), bias = randn({C}, rng);
+    const Tensor att = randn({o.batch * mc.n_head, mc.block_size, mc.block_size}, rng);
+    const Tensor logits = randn({BT, V}, rng);
+    Tensor tgt = Tensor::zeros({BT}, DType::i32);
+    const double f = 4.0;  // bytes per f32
+    bw("add (BT, C)", 3 * f * double(BT * C), [&] { ops::add(x, y); });
+    bw("gelu (BT, 4C)", 2 * f * double(BT * 4 * C), [&] { ops::gelu(h); });
+    bw("layernorm (BT, C)", 2 * f * double(BT * C), [&] { ops::layernorm(x, w, bias, 1e-5); });
+    bw("softmax causal (B*H, T, T)", 2 * f * double(att.numel()), [&] { ops::softmax(att, true); });
+    bw("cross_entropy (BT, V)", f * double(BT * V), [&] { ops::cross_entropy(logits, tgt, -1); });
+  }
+
+  out["step"] = bench_train_step(o, scope, *be, rng);
+
+  if (o.json) {
+    std::printf("%s\n", out.dump().c_str());
+    return;
+  }
+  print_gpu_bench(o, out, modes, reps);
+}
+
+}  // namespace alpha

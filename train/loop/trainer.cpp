@@ -1,0 +1,522 @@
+#include "loop/trainer.h"
+
+#include <chrono>
+#include <cmath>
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <optional>
+
+#include <fmt/format.h>
+
+#include "autograd/ops.h"
+#include "autograd/check.h"
+#include "autograd/tape.h"
+#include "optim/adamw.h"
+#include "optim/clip.h"
+#include "optim/loss_scale.h"
+#include "optim/schedule.h"
+#include "data/data.h"
+#include "loop/device.h"
+#include "model/gpt.h"
+#include "loop/guard.h"
+#include "metrics/http_sink.h"
+#include "metrics/metrics.h"
+#include "metrics/progress.h"
+#include "loop/run_checkpoint.h"
+#include "checkpoint/safetensors.h"
+#include "model/sample.h"
+#include "vk/adamw.h"
+
+namespace alpha {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+// Mean loss over `iters` batches of a split, without gradients or dropout (nanoGPT's estimate_loss).
+double estimate_loss(const GPT& model, const TextData& data, bool val, const Config& cfg, Rng& rng) {
+  ag::NoGrad no_grad;
+  Rng unused(0);
+  double total = 0;
+  for (int64_t i = 0; i < cfg.train.eval_iters; ++i) {
+    auto [x, y] = data.batch(val, cfg.train.batch_size, cfg.model.block_size, rng);
+    total += model.loss(x, y, /*training=*/false, unused).item();
+  }
+  return total / static_cast<double>(cfg.train.eval_iters);
+}
+
+std::string resolve(const std::string& out_dir, const std::string& p) {
+  return std::filesystem::path(p).is_absolute() ? p : (std::filesystem::path(out_dir) / p).string();
+}
+
+
+// Options the config accepts whose implementation lands with a later issue: refused, never silently ignored.
+void refuse_unimplemented(const Config& cfg) {
+  ALPHA_CHECK(cfg.data.sampling == "random", ConfigError,
+              "[config] \"data.sampling\" \"{}\" is not available yet (supported: random)", cfg.data.sampling);
+}
+
+// SIGINT/SIGTERM: the first asks the loop to finish its step, save and stop; a second one kills the process at
+// once with the default action (a save in flight leaves only a *.tmp file, removed by the next save).
+volatile std::sig_atomic_t g_stop_signal = 0;
+
+extern "C" void on_stop_signal(int sig) {
+  if (g_stop_signal != 0) {
+    std::signal(sig, SIG_DFL);
+    std::raise(sig);
+    return;
+  }
+  g_stop_signal = sig;
+}
+
+struct StopSignalScope {
+  struct sigaction old_int {}, old_term {};
+  StopSignalScope() {
+    g_stop_signal = 0;
+    struct sigaction sa {};
+    sa.sa_handler = on_stop_signal;
+    sa.sa_flags = SA_RESTART;  // writes in flight continue rather than fail with EINTR
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old_int);
+    sigaction(SIGTERM, &sa, &old_term);
+  }
+  ~StopSignalScope() {
+    sigaction(SIGINT, &old_int, nullptr);
+    sigaction(SIGTERM, &old_term, nullptr);
+    g_stop_signal = 0;
+  }
+};
+
+// "init_from": weights from a safetensors file (GPT-2 names) or an ALPH checkpoint (params only; the
+// optimizer, step and RNG streams start fresh).
+void init_weights_from(const Config& cfg, GPT& model, const Tokenizer& tok) {
+  ALPHA_CHECK(std::filesystem::is_regular_file(cfg.init_from), CheckpointError,
+              "[checkpoint] init_from \"{}\" does not exist", cfg.init_from);
+  const std::string& p = cfg.init_from;
+  if (p.size() >= 12 && p.substr(p.size() - 12) == ".safetensors") {
+    load_safetensors_into(model, p, tok);
+  } else {
+    const RunCheckpoint ck = load_run_checkpoint(p);
+    check_compatible(ck, model.config(), tok, "init_from");
+    restore_run(ck, model, nullptr);
+  }
+}
+
+
+// Set-up helpers: each owns one concern of opening a run, in the order run_training calls them.
+void check_device(const Config& cfg, DeviceScope& device, Progress& progress) {
+  progress.message("device: " + device.description());
+  ALPHA_CHECK(cfg.optim.device != "gpu" || dynamic_cast<vk::VulkanBackend*>(device.backend()) != nullptr, ConfigError,
+              "[config] \"optim.device\" is \"gpu\" but the run's device is {}: use a GPU device or optim.device cpu",
+              device.description());
+  if (cfg.metrics.profile && !device.profiling())
+    progress.message("metrics.profile: no GPU timestamps on this device, gpu_ms stays absent");
+}
+
+TextData load_data(const Config& cfg) {
+  const TokenizerOptions tok_opt{cfg.data.vocab_size, cfg.data.tokenizer_path};
+  return TextData::is_token_path(cfg.data.path)  // pre-tokenized files are memory-mapped
+             ? TextData::load_tokens(cfg.data.path, cfg.data.val_fraction, cfg.model.block_size, cfg.model.vocab_size,
+                                     cfg.data.tokenizer, tok_opt)
+             : TextData::load(cfg.data.path, cfg.data.tokenizer, cfg.data.val_fraction, cfg.model.block_size, tok_opt);
+}
+
+// The model's vocabulary: the config's, or the tokenizer's; refused before the model exists if it cannot fit.
+int64_t model_vocab_size(const Config& cfg, const TextData& data) {
+  const int64_t V = cfg.model.vocab_size > 0 ? cfg.model.vocab_size : data.tokenizer().vocab_size();
+  ALPHA_CHECK(V >= data.tokenizer().vocab_size(), DataError, "[data] model.vocab_size {} is smaller than the {}-token vocabulary",
+              V, data.tokenizer().vocab_size());
+  check_host_memory(cfg, V);  // before the model exists: an oversized run exits 2 instead of being killed
+  return V;
+}
+
+// Finds the resume checkpoint (if any), then creates out_dir and writes the resolved config.json. A resume
+// target must exist before anything is written to out_dir: never a silent fresh start.
+std::string prepare_out_dir(const Config& cfg, const TrainOptions& opt) {
+  const std::string resume_path = opt.resume.empty() ? "" : find_resume_checkpoint(cfg.out_dir, opt.resume);
+  std::filesystem::create_directories(cfg.out_dir);
+  nlohmann::json resolved = config_to_json(cfg);
+  std::ofstream(std::filesystem::path(cfg.out_dir) / "config.json") << resolved.dump(2) << "\n";
+  return resume_path;
+}
+
+void attach_http_sink(const Config& cfg, MetricsWriter& metrics) {
+  HttpSinkOptions http;
+  const MetricsHttpConfig& h = cfg.metrics.http;
+  http.url = h.url;
+  http.token_env = h.token_env;
+  http.queue_lines = h.queue_lines;
+  http.batch_lines = h.batch_lines;
+  http.timeout_s = h.timeout_s;
+  http.max_retries = static_cast<int>(h.max_retries);
+  http.close_timeout_s = h.close_timeout_s;
+  metrics.attach_http(http);  // no-op when the url is empty
+}
+
+// What one step produced, handed from the update phase to the guard and logging phases.
+struct StepOutcome {
+  Clock::time_point started;
+  double lr = 0;
+  double loss_sum = 0;   // summed over the micro-batches
+  double grad_norm = 0;
+  bool overflow = false;  // f16: the loss scale overflowed; the update was skipped (not a guard bad step)
+  GuardVerdict verdict;
+};
+
+// One training run after set-up: the model, optimizer, RNG streams and run state, and the phases of the loop.
+// The environment (progress, device, data, metrics) outlives it. Phases are the seams where data-parallel
+// training hooks in: next_batch (rank's shard), between forward_backward and update (gradient all-reduce),
+// save_checkpoint and the metrics writes (rank 0 only).
+class TrainingRun {
+ public:
+  TrainingRun(const Config& cfg, const TrainOptions& opt, Clock::time_point t0, Progress& progress,
+              DeviceScope& device, TextData& data, MetricsWriter& metrics, int64_t vocab_size);
+
+  void start(const std::string& resume_path);  // resume: a checkpoint, init_from weights, or a fresh start
+  void train();                                // the loop, until max_steps, a numerics stop or a signal
+  TrainResult finish();                        // the final sample and the "end" record
+
+ private:
+  Tensor next_batch_loss(Rng& data_rng, Rng& dropout_rng);
+  void forward_backward(StepOutcome& s);
+  void update(StepOutcome& s, int64_t step);
+  void handle_guard(StepOutcome& s, int64_t step, const Rng& data_before, const Rng& dropout_before);
+  void log_step(const StepOutcome& s, int64_t done);
+  void evaluate(int64_t done);
+  void save_checkpoint();
+  std::string find_origin(Rng d, Rng dr);
+  int64_t rollback();
+  double mean_loss(const StepOutcome& s) const { return s.loss_sum / static_cast<double>(cfg_.train.grad_accum); }
+
+  const Config& cfg_;
+  const TrainOptions& opt_;
+  const Clock::time_point t0_;
+  Progress& progress_;
+  DeviceScope& device_;
+  TextData& data_;
+  MetricsWriter& metrics_;
+  // Separate streams (derived from the seed) so changing one use never shifts another.
+  Rng init_rng_, data_rng_, dropout_rng_, eval_rng_, sample_rng_;
+  GPTConfig mc_;
+  std::optional<GPT> model_;
+  std::unique_ptr<AdamW> optimizer_owner_;
+  vk::GpuAdamW* gpu_optimizer_ = nullptr;
+  std::unique_ptr<LossScaler> scaler_;  // f16 mode: dynamic loss scaling; its state rides in checkpoints
+  ScheduleOptions sched_;
+  TrainResult result_;
+  TrainState st_;
+  std::optional<NumericsGuard> guard_;
+  GuardFaults faults_;
+  int64_t tokens_per_step_ = 0;
+  double flops_per_step_ = 0;
+  std::vector<Tensor> params_;
+  BackendCounters backend_prev_;
+  std::optional<StopSignalScope> signals_;
+};
+
+GPTConfig gpt_config(const ModelConfig& m, int64_t vocab_size) {
+  GPTConfig mc{m.n_layer, m.n_head, m.n_embd, m.block_size, vocab_size, m.dropout, m.bias};
+  mc.fused_attention = m.attention == "fused";
+  mc.f16 = m.precision == "f16";
+  return mc;
+}
+
+TrainingRun::TrainingRun(const Config& cfg, const TrainOptions& opt, Clock::time_point t0, Progress& progress,
+                         DeviceScope& device, TextData& data, MetricsWriter& metrics, int64_t V)
+    : cfg_(cfg), opt_(opt), t0_(t0), progress_(progress), device_(device), data_(data), metrics_(metrics),
+      init_rng_(cfg.seed), data_rng_(cfg.seed + 1), dropout_rng_(cfg.seed + 2), eval_rng_(cfg.seed + 3),
+      sample_rng_(cfg.seed + 4), mc_(gpt_config(cfg.model, V)) {
+  model_.emplace(mc_, init_rng_);
+  progress_.message(fmt::format("model: {} layers, {} heads, {} wide, vocab {}: {:.2f}M parameters", mc_.n_layer,
+                                mc_.n_head, mc_.n_embd, V, static_cast<double>(model_->num_parameters()) / 1e6));
+  progress_.message(fmt::format("data: {} train / {} val tokens from {}", data_.split_size(false),
+                                data_.split_size(true), cfg.data.path));
+  // optim.device: the CPU AdamW (the reference) or vk::GpuAdamW (same state, kept on the GPU).
+  const AdamWOptions adamw_opts{cfg.optim.beta1, cfg.optim.beta2, cfg.optim.eps, cfg.optim.weight_decay};
+  optimizer_owner_ =
+      cfg.optim.device == "gpu"
+          ? std::make_unique<vk::GpuAdamW>(*dynamic_cast<vk::VulkanBackend*>(device_.backend()), model_->parameters(),
+                                           adamw_opts)
+          : std::make_unique<AdamW>(model_->parameters(), adamw_opts);
+  gpu_optimizer_ = dynamic_cast<vk::GpuAdamW*>(optimizer_owner_.get());
+  if (mc_.f16) scaler_ = std::make_unique<LossScaler>();
+  sched_ = schedule_from_config(cfg);
+}
+
+void TrainingRun::start(const std::string& resume_path) {
+  nlohmann::json run_fields = {{"schema", kMetricsSchemaVersion}, {"config", config_to_json(cfg_)},
+                               {"device", device_.description()}, {"version", ALPHA_VERSION},
+                               {"parameters", model_->num_parameters()}};
+  if (std::string(ALPHA_GIT_REVISION) != "") run_fields["git_revision"] = ALPHA_GIT_REVISION;
+  if (!resume_path.empty()) {
+    const RunCheckpoint ck = load_run_checkpoint(resume_path);
+    check_compatible(ck, mc_, data_.tokenizer(), "resume");
+    ALPHA_CHECK(ck.state.step < cfg_.train.max_steps, ConfigError,
+                "[config] \"train.max_steps\" is {} but the checkpoint \"{}\" is already at step {}: nothing to resume",
+                cfg_.train.max_steps, resume_path, ck.state.step);
+    restore_run(ck, *model_, optimizer_owner_.get());
+    st_ = ck.state;
+    for (auto [rng, s] : {std::pair{&init_rng_, st_.init}, {&data_rng_, st_.data}, {&dropout_rng_, st_.dropout},
+                          {&eval_rng_, st_.eval}, {&sample_rng_, st_.sample}})
+      rng->set_state(s);
+    result_.train_loss = st_.train_loss;
+    result_.val_loss = st_.val_loss;
+    result_.steps = st_.step;
+    result_.checkpoint = resume_path;
+    run_fields["step"] = st_.step;
+    run_fields["checkpoint"] = resume_path;
+    metrics_.write("resume", run_fields);
+    progress_.message(fmt::format("resumed from {} at step {}", resume_path, st_.step));
+  } else {
+    if (!cfg_.init_from.empty()) {
+      init_weights_from(cfg_, *model_, data_.tokenizer());
+      run_fields["init_from"] = cfg_.init_from;
+      progress_.message("weights from " + cfg_.init_from);
+    }
+    metrics_.write("run", run_fields);
+  }
+  // Numerics guard (train/loop/guard.h, docs/reliability.md): counters come back with a resumed run.
+  guard_.emplace(cfg_.guard, st_.guard);
+  faults_ = GuardFaults::from_env();  // test hook: ALPHA_GUARD_INJECT
+  if (scaler_ && !resume_path.empty()) scaler_->set_state(st_.loss_scale);
+}
+
+void TrainingRun::train() {
+  signals_.emplace();
+  tokens_per_step_ = cfg_.train.batch_size * cfg_.model.block_size * cfg_.train.grad_accum;
+  flops_per_step_ = model_->flops_per_token(cfg_.model.block_size) * static_cast<double>(tokens_per_step_);
+  params_ = model_->parameters();
+  backend_prev_ = backend_counters_now();
+  for (int64_t step = st_.step; step < cfg_.train.max_steps; ++step) {
+    StepOutcome s;
+    s.started = Clock::now();
+    s.lr = lr_at(sched_, step) * guard_->lr_scale();  // lowered by rollbacks (guard.rollback_lr_factor)
+    faults_.begin_step(step + 1);
+    const Rng data_before = data_rng_, dropout_before = dropout_rng_;  // for find_origin
+    forward_backward(s);
+    update(s, step);
+    if (s.verdict.action != GuardAction::apply) handle_guard(s, step, data_before, dropout_before);
+    faults_.end_step();
+    if (s.verdict.action == GuardAction::rollback) {
+      step = st_.step - 1;  // the loop's ++step continues right after the checkpoint
+      continue;
+    }
+    if (s.verdict.action == GuardAction::stop) {
+      result_.numerics_stop = true;
+      result_.steps = st_.step;
+      metrics_.write("end", {{"step", st_.step}, {"train_loss", result_.train_loss}, {"val_loss", result_.val_loss},
+                             {"elapsed_s", seconds_since(t0_)}, {"status", "numerics_stop"}});
+      break;
+    }
+    if (!s.verdict.bad() && !s.overflow) guard_->commit_good(step + 1, mean_loss(s));
+
+    const int64_t done = step + 1;
+    st_.step = done;
+    st_.tokens_seen += tokens_per_step_;
+    log_step(s, done);
+    if (done % cfg_.train.eval_interval == 0 || done == cfg_.train.max_steps) evaluate(done);
+    result_.steps = done;
+    if (opt_.after_step) opt_.after_step(done);
+    const bool stop = g_stop_signal != 0;
+    // No interval checkpoint right after a skipped update: the streak may not be over.
+    if ((done % cfg_.checkpoint.interval == 0 && !s.verdict.bad()) || done == cfg_.train.max_steps || stop)
+      save_checkpoint();
+    if (stop) {
+      result_.interrupted = true;
+      metrics_.write("interrupted", {{"step", done}, {"signal", static_cast<int>(g_stop_signal)},
+                                     {"checkpoint", result_.checkpoint}, {"elapsed_s", seconds_since(t0_)}});
+      break;
+    }
+  }
+  progress_.finish();
+  result_.seconds = seconds_since(t0_);
+}
+
+// One micro-batch of the training split through the model (with dropout); the loss, on the tape.
+Tensor TrainingRun::next_batch_loss(Rng& data_rng, Rng& dropout_rng) {
+  auto [x, y] = data_.batch(false, cfg_.train.batch_size, cfg_.model.block_size, data_rng);
+  return model_->loss(x, y, /*training=*/true, dropout_rng);
+}
+
+// Forward and backward over grad_accum micro-batches: the parameters' grads hold the step's mean gradient.
+void TrainingRun::forward_backward(StepOutcome& s) {
+  for (int64_t micro = 0; micro < cfg_.train.grad_accum; ++micro) {
+    Tensor loss = next_batch_loss(data_rng_, dropout_rng_);
+    if (gpu_optimizer_) gpu_optimizer_->add_loss(loss, micro == 0);  // summed on the GPU, read once in update
+    else s.loss_sum += loss.item();
+    // The seed 1/grad_accum gives the grads of scale(loss, 1/grad_accum) without reading a GPU loss back.
+    // f16: times the loss scale, so small f16 gradients stay representable.
+    ag::backward(loss, (scaler_ ? scaler_->scale() : 1.0) / static_cast<double>(cfg_.train.grad_accum));
+  }
+}
+
+// Unscale (f16), clip, AdamW, and the numerics guard's verdict on the step (s.verdict).
+void TrainingRun::update(StepOutcome& s, int64_t step) {
+  // f16 loss scaling: non-finite grads of a finite loss are an overflow of the scale, which the scaler
+  // handles (update skipped, scale backed off): not a numerics-guard bad step. A non-finite loss still is.
+  if (scaler_ && !gpu_optimizer_) {  // GPU AdamW unscales and checks on the GPU, the same way (below)
+    const bool finite = scaler_->unscale(params_);
+    s.overflow = !finite && std::isfinite(s.loss_sum);
+    if (finite || s.overflow) scaler_->update(finite);
+  }
+  AdamW& optimizer = *optimizer_owner_;
+  const bool have_checkpoint = !result_.checkpoint.empty();
+  bool gpu_vetoed = false;  // GPU AdamW skipped the update itself (non-finite grad norm or loss)
+  if (s.overflow) {
+    optimizer.zero_grad();  // skipped update; grad_norm reads 0 in the step record
+  } else if (gpu_optimizer_) {
+    gpu_optimizer_->clip_and_step(s.lr, cfg_.optim.grad_clip, scaler_ ? 1.0 / scaler_->scale() : 1.0);
+    const vk::GpuAdamW::Stats g = gpu_optimizer_->read_stats();  // the step's one host read: loss + grad norm
+    s.loss_sum = g.loss;
+    s.grad_norm = g.grad_norm;
+    gpu_vetoed = g.skipped;
+    if (scaler_) {  // the CPU branch's scaler logic, on the GPU's finite check of the unscaled grads
+      const bool finite = std::isfinite(s.grad_norm);
+      s.overflow = !finite && std::isfinite(s.loss_sum);
+      if (finite || s.overflow) scaler_->update(finite);
+      if (s.overflow) s.grad_norm = 0;
+    }
+  } else {
+    s.grad_norm = clip_grad_norm(params_, cfg_.optim.grad_clip);
+    // A non-finite loss or grad norm (or a spike with spike_action skip) vetoes the update.
+    s.verdict = guard_->check_update(step + 1, mean_loss(s), s.grad_norm, have_checkpoint);
+    if (!s.verdict.bad()) {
+      optimizer.step(s.lr);
+      faults_.poison_params(step + 1, params_);  // test hook: a "bad update"
+      GuardVerdict pv = guard_->check_params(step + 1, model_->named_parameters(), have_checkpoint);
+      if (pv.bad()) s.verdict = pv;
+    }
+  }
+  optimizer.zero_grad();
+  // GPU AdamW vetoed a non-finite step on the GPU (so skip works); a finite one is applied: a spike only warns.
+  if (gpu_optimizer_ && !s.overflow)
+    s.verdict = guard_->check_update(step + 1, mean_loss(s), s.grad_norm, have_checkpoint, /*vetoable=*/gpu_vetoed);
+}
+
+// A step the guard did not simply apply: name the first non-finite op if asked, roll back if decided, record it.
+void TrainingRun::handle_guard(StepOutcome& s, int64_t step, const Rng& data_before, const Rng& dropout_before) {
+  GuardVerdict& verdict = s.verdict;
+  if (verdict.diagnose) verdict.detail = find_origin(data_before, dropout_before);
+  if (verdict.action == GuardAction::rollback) guard_->on_rollback(step + 1);
+  nlohmann::json rec = guard_->record(verdict);
+  if (verdict.action == GuardAction::rollback) rec["to_step"] = rollback();
+  metrics_.write("guard", rec);
+  progress_.message(guard_->message(verdict));
+}
+
+void TrainingRun::log_step(const StepOutcome& s, int64_t done) {
+  const double step_s = seconds_since(s.started), elapsed = seconds_since(t0_);
+  const double loss_v = mean_loss(s);
+  const double tps = static_cast<double>(tokens_per_step_) / step_s;
+  if (done % cfg_.train.log_interval == 0 || done == cfg_.train.max_steps) {
+    nlohmann::json rec = {{"step", done}, {"loss", loss_v}, {"lr", s.lr}, {"grad_norm", s.grad_norm},
+                          {"tokens_per_sec", tps}, {"step_ms", step_s * 1e3}, {"elapsed_s", elapsed},
+                          {"tokens_seen", st_.tokens_seen}, {"flops_per_step", flops_per_step_}};
+    if (cfg_.metrics.peak_tflops > 0) rec["mfu"] = flops_per_step_ / step_s / (cfg_.metrics.peak_tflops * 1e12);
+    if (scaler_) {  // f16 mode: the scale after this step and the overflow-skipped updates so far
+      rec["loss_scale"] = scaler_->scale();
+      rec["loss_scale_skips"] = scaler_->state().skipped;
+    }
+    const BackendCounters now = backend_counters_now();
+    rec.update(backend_view_fields(now - backend_prev_));  // ops per device, flushes, bytes since last record
+    backend_prev_ = now;
+    metrics_.write("step", rec);
+  }
+  progress_.step(done, loss_v, s.lr, tps, elapsed);
+}
+
+// Train and val loss every eval_interval steps and at the last step.
+void TrainingRun::evaluate(int64_t done) {
+  const bool eval_due = done % cfg_.train.eval_interval == 0;
+  // The extra final evaluation draws from a copy, so the eval stream (and a resumed run) is as if it had not run.
+  Rng final_eval_rng = eval_rng_;
+  Rng& er = eval_due ? eval_rng_ : final_eval_rng;
+  result_.train_loss = estimate_loss(*model_, data_, false, cfg_, er);
+  result_.val_loss = estimate_loss(*model_, data_, true, cfg_, er);
+  st_.eval_step = done;
+  st_.train_loss = result_.train_loss;
+  st_.val_loss = result_.val_loss;
+  metrics_.write("eval", {{"step", done}, {"train_loss", result_.train_loss}, {"val_loss", result_.val_loss},
+                          {"elapsed_s", seconds_since(t0_)}});
+  progress_.eval(done, result_.train_loss, result_.val_loss);
+}
+
+void TrainingRun::save_checkpoint() {
+  if (scaler_) st_.loss_scale = scaler_->state();
+  st_.guard = guard_->state();
+  st_.init = init_rng_.state();
+  st_.data = data_rng_.state();
+  st_.dropout = dropout_rng_.state();
+  st_.eval = eval_rng_.state();
+  st_.sample = sample_rng_.state();
+  result_.checkpoint = save_run_checkpoint(cfg_, data_.tokenizer(), *model_, *optimizer_owner_, st_);
+  metrics_.write("checkpoint", {{"step", st_.step}, {"path", result_.checkpoint}});
+}
+
+// Re-runs a bad step's forward and backward from its starting data/dropout streams in check mode
+// (autograd/check.h) to name the first op that produced a non-finite value. The streams are copies.
+std::string TrainingRun::find_origin(Rng d, Rng dr) {
+  ag::CheckFinite check;
+  for (int64_t micro = 0; micro < cfg_.train.grad_accum && !check.first(); ++micro) {
+    Tensor loss = next_batch_loss(d, dr);
+    ag::backward(loss, 1.0 / static_cast<double>(cfg_.train.grad_accum));
+  }
+  optimizer_owner_->zero_grad();
+  return check.first() ? check.first()->str() : "none on a re-run of the step (a transient fault)";
+}
+
+// Rollback: model, AdamW and step from the last checkpoint; the data and dropout streams go on from where
+// they are, so the batches since that checkpoint (the offending one included) are skipped. Returns its step.
+int64_t TrainingRun::rollback() {
+  const RunCheckpoint ck = load_run_checkpoint(result_.checkpoint);
+  restore_run(ck, *model_, optimizer_owner_.get());
+  st_ = ck.state;
+  for (auto [rng, s] : {std::pair{&init_rng_, st_.init}, {&eval_rng_, st_.eval}, {&sample_rng_, st_.sample}})
+    rng->set_state(s);
+  return st_.step;
+}
+
+TrainResult TrainingRun::finish() {
+  if (result_.interrupted || result_.numerics_stop) return result_;
+  if (cfg_.train.sample_tokens > 0) {
+    SampleOptions so;
+    so.max_new_tokens = cfg_.train.sample_tokens;
+    so.temperature = 0.8;
+    so.top_k = 200;
+    std::vector<int32_t> prompt = {data_.token(true, 0)};
+    std::vector<int32_t> out = generate(*model_, prompt, so, sample_rng_);
+    result_.sample = data_.tokenizer().decode(out);
+    metrics_.write("sample", {{"step", result_.steps}, {"text", result_.sample}});
+  }
+  metrics_.write("end", {{"step", result_.steps}, {"train_loss", result_.train_loss}, {"val_loss", result_.val_loss},
+                         {"elapsed_s", result_.seconds}});
+  return result_;
+}
+
+}  // namespace
+
+// The phases, in order: set-up (device, data, out_dir, metrics; then the model and optimizer), resume, the
+// loop (forward_backward, update, guard, log, evaluate, checkpoint per step), finish (sample, "end").
+TrainResult run_training(const Config& cfg, const TrainOptions& opt) {
+  refuse_unimplemented(cfg);
+  const auto t0 = Clock::now();
+  Progress progress(cfg.train.max_steps, opt.quiet);
+  DeviceScope device(cfg.device, cfg.dispatch.threshold, cfg.dispatch.matmul_threshold, cfg.metrics.profile,
+                     cfg.dispatch.profile);
+  check_device(cfg, device, progress);
+  TextData data = load_data(cfg);
+  const int64_t V = model_vocab_size(cfg, data);
+  const std::string resume_path = prepare_out_dir(cfg, opt);
+  MetricsWriter metrics(resolve(cfg.out_dir, cfg.metrics.path), opt.json_stdout);
+  attach_http_sink(cfg, metrics);
+
+  TrainingRun run(cfg, opt, t0, progress, device, data, metrics, V);
+  run.start(resume_path);
+  run.train();
+  return run.finish();
+}
+
+}  // namespace alpha

@@ -1,3 +1,0 @@
-#include "train/cli.h"
-
-int main(int argc, char** argv) { return alpha::run_cli(argc, argv); }

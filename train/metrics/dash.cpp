@@ -1,0 +1,138 @@
+#include "metrics/dash.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <mutex>
+#include <set>
+
+#include <fmt/format.h>
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "config/config.h"
+#include "metrics/dash_page.h"
+#include "metrics/metrics_read.h"
+
+namespace alpha {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr size_t kMaxRecordsPerReply = 5000;  // the page asks again for the rest
+
+struct RunState {
+  DashRun run;
+  MetricsTail tail;
+  std::vector<nlohmann::json> records;
+  int64_t bad_lines = 0;
+  bool torn = false;
+  int generation = 0;
+};
+
+}  // namespace
+
+std::vector<DashRun> resolve_dash_inputs(const std::vector<std::string>& inputs) {
+  std::vector<DashRun> runs;
+  if (inputs.empty()) {
+    if (fs::is_directory("runs"))
+      for (const auto& e : fs::directory_iterator("runs"))
+        if (fs::exists(e.path() / "metrics.jsonl")) runs.push_back({e.path().filename().string(), (e.path() / "metrics.jsonl").string()});
+    std::sort(runs.begin(), runs.end(), [](const DashRun& a, const DashRun& b) { return a.name < b.name; });
+    ALPHA_CHECK(!runs.empty(), ConfigError, "[dash] no runs given and no runs/*/metrics.jsonl here (see alpha dash --help)");
+  }
+  for (const std::string& in : inputs) {
+    const fs::path p(in);
+    const bool is_file = fs::is_regular_file(p) || (!fs::exists(p) && p.extension() == ".jsonl");
+    const fs::path file = is_file ? p : p / "metrics.jsonl";
+    fs::path dir = fs::absolute(file).lexically_normal().parent_path();
+    std::string name = is_file && file.filename() != "metrics.jsonl" ? file.stem().string() : dir.filename().string();
+    if (name.empty()) name = "run";
+    runs.push_back({name, file.string()});
+  }
+  std::set<std::string> seen;
+  for (DashRun& r : runs) {
+    std::string n = r.name;
+    for (int i = 2; seen.count(n); ++i) n = fmt::format("{} ({})", r.name, i);
+    r.name = n;
+    seen.insert(n);
+  }
+  return runs;
+}
+
+struct DashServer::Impl {
+  std::vector<RunState> runs;
+  std::mutex mu;
+  httplib::Server server;
+
+  nlohmann::json records(size_t id, size_t from) {
+    std::lock_guard<std::mutex> lk(mu);
+    RunState& r = runs[id];
+    MetricsLines got = r.tail.poll();
+    if (got.truncated) {
+      r.records.clear();
+      r.bad_lines = 0;
+      ++r.generation;
+    }
+    for (auto& rec : got.records) r.records.push_back(std::move(rec));
+    r.bad_lines += got.bad_lines;
+    r.torn = got.torn_tail;
+    from = std::min(from, r.records.size());
+    const size_t to = std::min(r.records.size(), from + kMaxRecordsPerReply);
+    nlohmann::json out = {{"records", nlohmann::json::array()}, {"next", to},          {"total", r.records.size()},
+                          {"generation", r.generation},         {"torn", r.torn},     {"bad_lines", r.bad_lines},
+                          {"exists", fs::exists(r.run.path)}};
+    for (size_t i = from; i < to; ++i) out["records"].push_back(r.records[i]);
+    return out;
+  }
+};
+
+DashServer::DashServer(std::vector<DashRun> runs) : impl_(std::make_unique<Impl>()) {
+  for (DashRun& r : runs) impl_->runs.push_back(RunState{r, MetricsTail(r.path), {}, 0, false, 0});
+  Impl* s = impl_.get();
+  auto no_cache = [](httplib::Response& res) { res.set_header("Cache-Control", "no-store"); };
+  s->server.Get("/", [no_cache](const httplib::Request&, httplib::Response& res) {
+    no_cache(res);
+    res.set_content(kDashPage, "text/html; charset=utf-8");
+  });
+  s->server.Get("/favicon.ico", [](const httplib::Request&, httplib::Response& res) { res.status = 204; });
+  s->server.Get("/api/runs", [s, no_cache](const httplib::Request&, httplib::Response& res) {
+    nlohmann::json out = nlohmann::json::array();
+    for (size_t i = 0; i < s->runs.size(); ++i)
+      out.push_back({{"id", i}, {"name", s->runs[i].run.name}, {"path", s->runs[i].run.path}});
+    no_cache(res);
+    res.set_content(out.dump(), "application/json");
+  });
+  s->server.Get("/api/records", [s, no_cache](const httplib::Request& req, httplib::Response& res) {
+    size_t id = 0, from = 0;
+    try {
+      id = std::stoul(req.get_param_value("run"));
+      if (req.has_param("from")) from = std::stoul(req.get_param_value("from"));
+    } catch (const std::exception&) {
+      id = s->runs.size();
+    }
+    if (id >= s->runs.size()) {
+      res.status = 404;
+      res.set_content(R"({"error": "no such run"})", "application/json");
+      return;
+    }
+    no_cache(res);
+    res.set_content(s->records(id, from).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
+                    "application/json");
+  });
+}
+
+DashServer::~DashServer() { stop(); }
+
+int DashServer::bind(const std::string& host, int port) {
+  const int got = port == 0 ? impl_->server.bind_to_any_port(host) : (impl_->server.bind_to_port(host, port) ? port : -1);
+  ALPHA_CHECK(got > 0, Error, "[dash] cannot listen on {}:{} (in use? try --port)", host, port);
+  return got;
+}
+
+void DashServer::serve() { impl_->server.listen_after_bind(); }
+void DashServer::stop() { impl_->server.stop(); }
+
+}  // namespace alpha
