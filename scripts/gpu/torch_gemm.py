@@ -9,7 +9,7 @@ import torch
 BT, C, V = (int(x) for x in sys.argv[1:4]) if len(sys.argv) >= 4 else (64 * 256, 384, 65)
 torch.backends.cuda.matmul.allow_tf32 = False
 cases = [("square 4096", 4096, 4096, 4096, False, False)]
-for name, i, o in (("qkv", C, 3 * C), ("fc", C, 4 * C), ("proj", 4 * C, C), ("head", C, V)):
+for name, i, o in (("qkv", C, 3 * C), ("attn proj", C, C), ("fc", C, 4 * C), ("proj", 4 * C, C), ("head", C, V)):
     cases += [(name + " fwd x@W^T", BT, i, o, False, True), (name + " dx dy@W", BT, o, i, False, False),
               (name + " dW dy^T@x", o, BT, i, True, False)]
 

@@ -1,6 +1,6 @@
 // `alpha bench cpu`: CPU matmul GFLOP/s at GPT shapes and the forward+backward time of a transformer block.
-// `alpha bench gpu` (train/cli/bench_gpu.cpp): GEMM TFLOP/s per matmul kernel, memory-bound kernel GB/s and the
-// GPT training step on a Vulkan device. Medians after warm-up; timings are benchmarks, never tests.
+// `alpha bench gpu` (train/cli/bench_gpu.cpp): GEMM TFLOP/s per matmul kernel (or per coopmat tile), memory-bound
+// kernel GB/s, fused attention and the GPT training step on a Vulkan device. Medians after warm-up; timings are benchmarks, never tests.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -23,6 +23,8 @@ struct GpuBenchOptions {
   bool json = false;
   bool quick = false;  // smoke run (CI on lavapipe): no 4096^3 case, 1 warm-up + 3 timed repetitions, 2 steps
   std::vector<std::string> gemm;  // "M,K,N[,ta,tb]" shapes instead of the default list (then no kernels/step)
+  bool tiles = false;   // GEMM only: every coopmat block tile and the per-shape choice, f16 (tuning sweeps)
+  std::string only;     // sections to run, comma-separated: gemm, kernels, attention, step ("" = all)
 };
 void run_gpu_bench(const GpuBenchOptions& opts);
 

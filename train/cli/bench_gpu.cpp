@@ -84,6 +84,90 @@ struct Mode {
   DType dtype;
 };
 
+// Cheap f16 operands for the tile sweep (values in +-[1/8, 1/2), from a counter hash): randn of the head's
+// (50304, 8192) operands on the CPU would take minutes.
+Tensor fill_f16(const Shape& s, uint32_t seed) {
+  Tensor t = Tensor::empty(s, DType::f16);
+  uint16_t* p = t.mutable_data<uint16_t>();
+  uint32_t x = seed * 2654435761u + 1;
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    x = x * 1664525u + 1013904223u;
+    p[i] = static_cast<uint16_t>(0x3000u | ((x >> 16) & 0x83ffu));
+  }
+  return t;
+}
+
+// Median GPU ms per call of fn in bursts of back-to-back calls (~10 ms of work each): a sync per call lets the
+// GPU's clocks drop between short kernels and made single-call medians swing 3x on an H100.
+double burst_ms(vk::VulkanBackend& be, const std::function<void()>& fn, double flops, int bursts) {
+  const int n = bursts <= 1 ? 1 : std::max(4, static_cast<int>(2e12 / flops));  // bursts 1: a smoke run
+  for (int i = 0; i < n; ++i) fn();
+  be.sync();
+  std::vector<double> t;
+  for (int r = 0; r < bursts; ++r) {
+    const double before = total_ns(be.kernel_gpu_ns());
+    for (int i = 0; i < n; ++i) fn();
+    be.sync();
+    t.push_back((total_ns(be.kernel_gpu_ns()) - before) / 1e6 / n);
+  }
+  return median(t);
+}
+
+// --tiles: every coopmat block tile (vk::cm_tiles) and the per-shape choice ("auto") on f16 operands, f16 out.
+nlohmann::json bench_gemm_tiles(vk::VulkanBackend& be, const std::vector<GemmCase>& cases, bool quick) {
+  ALPHA_CHECK(be.runtime().device().features().nv_coopmat_f16, ValueError,
+              "[bench] --tiles needs NV cooperative matrices (the coopmat kernels); this device has none");
+  {  // ~1 s of work first, so the GPU runs at its working clocks before the first row
+    const Tensor a = fill_f16({4096, 4096}, 3), b = fill_f16({4096, 4096}, 4);
+    for (int i = 0; i < (quick ? 4 : 2000); ++i) {
+      ops::matmul(a, b, false, false);
+      if (i % 50 == 49) be.sync();
+    }
+    be.sync();
+  }
+  nlohmann::json rows = nlohmann::json::array();
+  for (const GemmCase& c : cases) {
+    const Tensor a = fill_f16(c.ta ? Shape{c.K, c.M} : Shape{c.M, c.K}, 1), b = fill_f16(c.tb ? Shape{c.N, c.K} : Shape{c.K, c.N}, 2);
+    const double flops = 2.0 * double(c.M) * double(c.K) * double(c.N);
+    nlohmann::json row = {{"name", c.name}, {"M", c.M}, {"K", c.K}, {"N", c.N}, {"ta", c.ta}, {"tb", c.tb}};
+    std::vector<std::string> names;
+    for (const vk::CmTile& t : vk::cm_tiles()) names.push_back(t.name);
+    names.push_back("");  // the per-shape choice
+    for (const std::string& name : names) {
+      be.set_cm_tile(name);
+      const double ms = burst_ms(be, [&] { ops::matmul(a, b, c.ta, c.tb); }, flops, quick ? 1 : 7);
+      const nlohmann::json cell = {{"ms", ms}, {"tflops", flops / (ms * 1e9)}};
+      if (name.empty()) row["auto"] = {{"tile", be.cm_tile(c.M, c.N, c.K, 1).name}, {"ms", ms}, {"tflops", flops / (ms * 1e9)}};
+      else row["tiles"][name] = cell;
+    }
+    rows.push_back(row);
+  }
+  be.set_cm_tile("");
+  return rows;
+}
+
+// Causal fused attention forward and forward+backward at the model's shape (B, H, T, D = C / H), in the model's
+// precision; q, k, v are the head views of one (B, T, 3C) projection, as in the GPT. Per layer, GPU timestamps.
+nlohmann::json bench_attention(const GpuBenchOptions& o, vk::VulkanBackend& be, Rng& rng) {
+  const GPTConfig& mc = o.model;
+  const int64_t B = o.batch, T = mc.block_size, H = mc.n_head, C = mc.n_embd, D = C / H;
+  const DType dt = mc.f16 ? DType::f16 : DType::f32;
+  const Tensor qkv = ops::cast(randn({B, T, 3 * C}, rng), dt), dout = ops::cast(randn({B, H, T, D}, rng), dt);
+  const Tensor split = qkv.view({B, T, 3, H, D});
+  auto head = [&](int64_t i) { return split.narrow(2, i, 1).squeeze(2).transpose(1, 2); };
+  const Tensor q = head(0), k = head(1), v = head(2);
+  ops::AttentionParams ap;
+  ap.scale = 1.0 / std::sqrt(double(D));
+  const ops::AttentionOut fwd = ops::attention(q, k, v, ap);
+  const double flops = 4.0 * double(B * H) * double(T) * double(T) * double(D) / 2;  // causal: half the pairs
+  const int bursts = o.quick ? 1 : 7;
+  const double fwd_ms = burst_ms(be, [&] { ops::attention(q, k, v, ap); }, flops, bursts);
+  const double bwd_ms = burst_ms(be, [&] { ops::attention_backward(dout, q, k, v, fwd.out, fwd.lse, ap, true); },
+                                 2.5 * flops, bursts);
+  return {{"B", B}, {"H", H}, {"T", T}, {"D", D}, {"kernel", be.attention_kernel(dt, D)}, {"fwd_ms", fwd_ms},
+          {"bwd_ms", bwd_ms}, {"fwd_bwd_ms", fwd_ms + bwd_ms}, {"tflops", 3.5 * flops / ((fwd_ms + bwd_ms) * 1e9)}};
+}
+
 // The training step as the trainer runs it: forward+backward (loss read once per step), then global-norm clip +
 // AdamW on the GPU (optim.device gpu) or the CPU; f16 runs seed the backward with a loss scale.
 nlohmann::json bench_train_step(const GpuBenchOptions& o, DeviceScope& scope, vk::VulkanBackend& be, Rng& rng) {
@@ -135,30 +219,102 @@ nlohmann::json bench_train_step(const GpuBenchOptions& o, DeviceScope& scope, vk
   return step;
 }
 
+// Each kernel family the device has, on every shape (f32 operands from randn; f16 cast on the GPU).
+std::vector<Mode> gemm_modes(const vk::DeviceFeatures& feat) {
+  std::vector<Mode> modes = {{"simt f32", vk::MatmulMode::simt, DType::f32}};
+  if (feat.storage_16bit) modes.push_back({"simt f16", vk::MatmulMode::simt, DType::f16});
+  if (feat.nv_coopmat_f16) {
+    modes.push_back({"coopmat f32-in", vk::MatmulMode::coopmat, DType::f32});
+    modes.push_back({"coopmat f16", vk::MatmulMode::coopmat, DType::f16});
+  }
+  return modes;
+}
+
+nlohmann::json bench_gemm_modes(vk::VulkanBackend& be, const std::vector<GemmCase>& cases, const std::vector<Mode>& modes,
+                                Rng& rng, int warm, int reps) {
+  nlohmann::json rows = nlohmann::json::array();
+  for (const GemmCase& c : cases) {
+    Tensor a = randn(c.ta ? Shape{c.K, c.M} : Shape{c.M, c.K}, rng), b = randn(c.tb ? Shape{c.N, c.K} : Shape{c.K, c.N}, rng);
+    nlohmann::json row = {{"name", c.name}, {"M", c.M}, {"K", c.K}, {"N", c.N}, {"ta", c.ta}, {"tb", c.tb}};
+    for (const Mode& m : modes) {
+      be.set_matmul_mode(m.mode);
+      const Tensor x = m.dtype == DType::f32 ? a : ops::cast(a, m.dtype), y = m.dtype == DType::f32 ? b : ops::cast(b, m.dtype);
+      const double ms = gpu_ms(be, [&] { ops::matmul(x, y, c.ta, c.tb); }, warm, reps);
+      const std::string kernel = be.matmul_kernel(m.dtype, c.M, c.N, c.K, 1);
+      row[m.name] = {{"kernel", kernel}, {"splits", be.matmul_splits(kernel, c.M, c.N, c.K, 1)}, {"ms", ms},
+                     {"tflops", 2.0 * double(c.M) * double(c.K) * double(c.N) / (ms * 1e9)}};
+    }
+    rows.push_back(row);
+  }
+  be.set_matmul_mode(vk::matmul_mode_from_env());
+  return rows;
+}
+
+// Memory-bound kernels: bytes read + written per GPU second (f32).
+nlohmann::json bench_kernels(const GpuBenchOptions& o, vk::VulkanBackend& be, Rng& rng, int warm, int reps) {
+  const GPTConfig& mc = o.model;
+  const int64_t BT = o.batch * mc.block_size, C = mc.n_embd, V = mc.vocab_size;
+  nlohmann::json rows = nlohmann::json::array();
+  auto bw = [&](const std::string& name, double bytes, const std::function<void()>& fn) {
+    const double ms = gpu_ms(be, fn, warm, reps);
+    rows.push_back({{"name", name}, {"ms", ms}, {"gb_s", bytes / (ms * 1e6)}});
+  };
+  const Tensor x = randn({BT, C}, rng), y = randn({BT, C}, rng), h = randn({BT, 4 * C}, rng);
+  const Tensor w = randn({C}, rng), bias = randn({C}, rng);
+  const Tensor att = randn({o.batch * mc.n_head, mc.block_size, mc.block_size}, rng);
+  const Tensor logits = randn({BT, V}, rng);
+  Tensor tgt = Tensor::zeros({BT}, DType::i32);
+  const double f = 4.0;  // bytes per f32
+  bw("add (BT, C)", 3 * f * double(BT * C), [&] { ops::add(x, y); });
+  bw("gelu (BT, 4C)", 2 * f * double(BT * 4 * C), [&] { ops::gelu(h); });
+  bw("layernorm (BT, C)", 2 * f * double(BT * C), [&] { ops::layernorm(x, w, bias, 1e-5); });
+  bw("softmax causal (B*H, T, T)", 2 * f * double(att.numel()), [&] { ops::softmax(att, true); });
+  bw("cross_entropy (BT, V)", f * double(BT * V), [&] { ops::cross_entropy(logits, tgt, -1); });
+  return rows;
+}
+
+// --only: the sections to run (comma-separated gemm, kernels, attention, step; empty = all).
+bool want(const GpuBenchOptions& o, const std::string& section) {
+  return o.only.empty() || ("," + o.only + ",").find("," + section + ",") != std::string::npos;
+}
+
 // The human-readable report (without --json).
 void print_gpu_bench(const GpuBenchOptions& o, const nlohmann::json& out, const std::vector<Mode>& modes, int reps) {
   const GPTConfig& mc = o.model;
   std::printf("%s\n", out["device"].get<std::string>().c_str());
-  std::printf("GEMM (median of %d, GPU timestamps), TFLOP/s:\n  %-20s %6s %6s %6s", reps, "shape", "M", "K", "N");
-  for (const Mode& m : modes) std::printf(" %15s", m.name.c_str());
-  std::printf("\n");
-  for (const auto& r : out["gemm"]) {
-    std::printf("  %-20s %6lld %6lld %6lld", r["name"].get<std::string>().c_str(), static_cast<long long>(r["M"]),
-                static_cast<long long>(r["K"]), static_cast<long long>(r["N"]));
-    for (const Mode& m : modes) std::printf(" %15.2f", r[m.name]["tflops"].get<double>());
+  if (out.contains("gemm")) {
+    std::printf("GEMM (median of %d, GPU timestamps), TFLOP/s:\n  %-20s %6s %6s %6s", reps, "shape", "M", "K", "N");
+    for (const Mode& m : modes) std::printf(" %15s", m.name.c_str());
     std::printf("\n");
+    for (const auto& r : out["gemm"]) {
+      std::printf("  %-20s %6lld %6lld %6lld", r["name"].get<std::string>().c_str(), static_cast<long long>(r["M"]),
+                  static_cast<long long>(r["K"]), static_cast<long long>(r["N"]));
+      for (const Mode& m : modes) std::printf(" %15.2f", r[m.name]["tflops"].get<double>());
+      std::printf("\n");
+    }
   }
-  std::printf("Memory-bound kernels (f32):\n");
-  for (const auto& k : out["kernels"])
-    std::printf("  %-28s %8.3f ms %8.1f GB/s\n", k["name"].get<std::string>().c_str(), k["ms"].get<double>(),
-                k["gb_s"].get<double>());
-  const auto& s = out["step"];
-  std::printf("Training step (B=%lld, T=%lld, grad_accum %d, %s AdamW, median of %d): %.2f ms (fwd+bwd %.2f, optimizer %.2f), "
-              "%.0f tokens/s%s\n",
-              static_cast<long long>(o.batch), static_cast<long long>(mc.block_size), o.grad_accum, o.optim_device.c_str(), o.steps,
-              s["step_ms"].get<double>(), s["fwd_bwd_ms"].get<double>(), s["optimizer_ms"].get<double>(),
-              s["tokens_per_s"].get<double>(),
-              s.contains("mfu") ? fmt::format(", MFU {:.1f}%", 100 * s["mfu"].get<double>()).c_str() : "");
+  if (out.contains("kernels")) {
+    std::printf("Memory-bound kernels (f32):\n");
+    for (const auto& k : out["kernels"])
+      std::printf("  %-28s %8.3f ms %8.1f GB/s\n", k["name"].get<std::string>().c_str(), k["ms"].get<double>(),
+                  k["gb_s"].get<double>());
+  }
+  if (out.contains("attention")) {
+    const auto& a = out["attention"];
+    std::printf("Causal attention per layer (B=%lld, H=%lld, T=%lld, D=%lld, %s): forward %.3f ms, backward %.3f ms, %.1f TFLOP/s\n",
+                static_cast<long long>(a["B"]), static_cast<long long>(a["H"]), static_cast<long long>(a["T"]),
+                static_cast<long long>(a["D"]), a["kernel"].get<std::string>().c_str(), a["fwd_ms"].get<double>(),
+                a["bwd_ms"].get<double>(), a["tflops"].get<double>());
+  }
+  if (out.contains("step")) {
+    const auto& s = out["step"];
+    std::printf("Training step (B=%lld, T=%lld, grad_accum %d, %s AdamW, median of %d): %.2f ms (fwd+bwd %.2f, optimizer %.2f), "
+                "%.0f tokens/s%s\n",
+                static_cast<long long>(o.batch), static_cast<long long>(mc.block_size), o.grad_accum, o.optim_device.c_str(),
+                o.steps, s["step_ms"].get<double>(), s["fwd_bwd_ms"].get<double>(), s["optimizer_ms"].get<double>(),
+                s["tokens_per_s"].get<double>(),
+                s.contains("mfu") ? fmt::format(", MFU {:.1f}%", 100 * s["mfu"].get<double>()).c_str() : "");
+  }
 }
 
 }  // namespace
@@ -187,62 +343,29 @@ void run_gpu_bench(const GpuBenchOptions& o) {
                                    {"precision", mc.f16 ? "f16" : "f32"}}}};
   Rng rng(0);
 
-  // ---- GEMM: each kernel family the device has, on every shape ----
   const int warm = o.quick ? 1 : 5, reps = o.quick ? 3 : 20;
   std::vector<GemmCase> cases;
   if (!o.quick) cases.push_back({"square 4096", 4096, 4096, 4096, false, false});
   linear_cases(cases, "qkv", BT, C, 3 * C);
+  linear_cases(cases, "attn proj", BT, C, C);
   linear_cases(cases, "fc", BT, C, 4 * C);
   linear_cases(cases, "proj", BT, 4 * C, C);
   linear_cases(cases, "head", BT, C, V);
   if (!custom.empty()) cases = custom;
-  std::vector<Mode> modes = {{"simt f32", vk::MatmulMode::simt, DType::f32}};
-  if (feat.storage_16bit) modes.push_back({"simt f16", vk::MatmulMode::simt, DType::f16});
-  if (feat.nv_coopmat_f16) {
-    modes.push_back({"coopmat f32-in", vk::MatmulMode::coopmat, DType::f32});
-    modes.push_back({"coopmat f16", vk::MatmulMode::coopmat, DType::f16});
+  std::vector<Mode> modes = gemm_modes(feat);
+  if (o.tiles) {
+    out["gemm"] = bench_gemm_tiles(*be, cases, o.quick);
+    std::printf("%s\n", out.dump(o.json ? -1 : 1).c_str());
+    return;
   }
-  out["gemm"] = nlohmann::json::array();
-  for (const GemmCase& c : cases) {
-    Tensor a = randn(c.ta ? Shape{c.K, c.M} : Shape{c.M, c.K}, rng), b = randn(c.tb ? Shape{c.N, c.K} : Shape{c.K, c.N}, rng);
-    nlohmann::json row = {{"name", c.name}, {"M", c.M}, {"K", c.K}, {"N", c.N}, {"ta", c.ta}, {"tb", c.tb}};
-    for (const Mode& m : modes) {
-      be->set_matmul_mode(m.mode);
-      const Tensor x = m.dtype == DType::f32 ? a : ops::cast(a, m.dtype), y = m.dtype == DType::f32 ? b : ops::cast(b, m.dtype);
-      const double ms = gpu_ms(*be, [&] { ops::matmul(x, y, c.ta, c.tb); }, warm, reps);
-      const std::string kernel = be->matmul_kernel(m.dtype, c.M, c.N, c.K, 1);
-      row[m.name] = {{"kernel", kernel}, {"splits", be->matmul_splits(kernel, c.M, c.N, c.K, 1)}, {"ms", ms},
-                     {"tflops", 2.0 * double(c.M) * double(c.K) * double(c.N) / (ms * 1e9)}};
-    }
-    out["gemm"].push_back(row);
-  }
-  be->set_matmul_mode(vk::matmul_mode_from_env());
-
+  if (want(o, "gemm")) out["gemm"] = bench_gemm_modes(*be, cases, modes, rng, warm, reps);
   if (!o.gemm.empty()) {
     std::printf("%s\n", out.dump(1).c_str());
     return;
   }
-  // ---- memory-bound kernels: bytes read + written per GPU second ----
-  out["kernels"] = nlohmann::json::array();
-  auto bw = [&](const std::string& name, double bytes, const std::function<void()>& fn) {
-    const double ms = gpu_ms(*be, fn, warm, reps);
-    out["kernels"].push_back({{"name", name}, {"ms", ms}, {"gb_s", bytes / (ms * 1e6)}});
-  };
-  {
-    const Tensor x = randn({BT, C}, rng), y = randn({BT, C}, rng), h = randn({BT, 4 * C}, rng);
-    const Tensor w = randn({C}, rng), bias = randn({C}, rng);
-    const Tensor att = randn({o.batch * mc.n_head, mc.block_size, mc.block_size}, rng);
-    const Tensor logits = randn({BT, V}, rng);
-    Tensor tgt = Tensor::zeros({BT}, DType::i32);
-    const double f = 4.0;  // bytes per f32
-    bw("add (BT, C)", 3 * f * double(BT * C), [&] { ops::add(x, y); });
-    bw("gelu (BT, 4C)", 2 * f * double(BT * 4 * C), [&] { ops::gelu(h); });
-    bw("layernorm (BT, C)", 2 * f * double(BT * C), [&] { ops::layernorm(x, w, bias, 1e-5); });
-    bw("softmax causal (B*H, T, T)", 2 * f * double(att.numel()), [&] { ops::softmax(att, true); });
-    bw("cross_entropy (BT, V)", f * double(BT * V), [&] { ops::cross_entropy(logits, tgt, -1); });
-  }
-
-  out["step"] = bench_train_step(o, scope, *be, rng);
+  if (want(o, "kernels")) out["kernels"] = bench_kernels(o, *be, rng, warm, reps);
+  if (want(o, "attention")) out["attention"] = bench_attention(o, *be, rng);
+  if (want(o, "step")) out["step"] = bench_train_step(o, scope, *be, rng);
 
   if (o.json) {
     std::printf("%s\n", out.dump().c_str());

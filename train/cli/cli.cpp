@@ -37,9 +37,10 @@ commands:
                       tokenize text once into OUT_DIR/train.bin, val.bin, tokenizer.json (docs/data-format.md)
   bench cpu [--json]  CPU matmul GFLOP/s at GPT shapes and transformer-block step time
   bench gpu [--device D] [--config CONFIG] [--set k=v]... [--steps N] [--peak-tflops X] [--json]
-            [--gemm M,K,N[,ta,tb]]... [--optim gpu|cpu] [--quick]
-                      Vulkan GEMM TFLOP/s per kernel, memory-bound kernel GB/s, GPT training step ms (the
-                      config's model, batch, grad_accum, precision; default shakespeare_char)
+            [--gemm M,K,N[,ta,tb]]... [--tiles] [--only gemm,kernels,attention,step] [--optim gpu|cpu] [--quick]
+                      Vulkan GEMM TFLOP/s per kernel (--tiles: per coopmat block tile), memory-bound kernel GB/s,
+                      causal attention fwd/bwd ms, GPT training step ms (the config's model, batch, grad_accum,
+                      precision; default shakespeare_char)
   info [CONFIG] [--set key=value]... [--device SPEC]
                       Vulkan devices, the device a run would use, its features and limits, thresholds
   calibrate [--device vulkan[:N]] [--out PATH] [--quick] [--json]
@@ -171,6 +172,8 @@ int cmd_bench(const std::vector<std::string>& args) {
     else if (a == "--config") config_path = value();
     else if (a == "--set") overrides.push_back(value());
     else if (a == "--gemm") o.gemm.push_back(value());
+    else if (a == "--tiles") o.tiles = true;
+    else if (a == "--only") o.only = value();
     else if (a == "--optim") o.optim_device = value();
     else if (a == "--steps") o.steps = static_cast<int>(number_arg(a, value(), 1, 100000));
     else if (a == "--peak-tflops") o.peak_tflops = number_arg(a, value(), 0, 1e6);
@@ -187,6 +190,13 @@ int cmd_bench(const std::vector<std::string>& args) {
   }
   ALPHA_CHECK(o.optim_device == "gpu" || o.optim_device == "cpu", UsageError, "[cli] --optim must be gpu or cpu, got \"{}\"",
               o.optim_device);
+  for (size_t b = 0; b < o.only.size();) {  // --only names known sections
+    const size_t e = std::min(o.only.find(',', b), o.only.size());
+    const std::string sec = o.only.substr(b, e - b);
+    ALPHA_CHECK(sec == "gemm" || sec == "kernels" || sec == "attention" || sec == "step", UsageError,
+                "[cli] --only takes gemm, kernels, attention, step (comma-separated), got \"{}\"", sec);
+    b = e + 1;
+  }
   if (o.quick) o.warmup = 1, o.steps = 2;
   run_gpu_bench(o);
   return kExitOk;
