@@ -1,5 +1,6 @@
 // Element-wise binary ops: out[i] = a[i % an] OP b[i % bn]. OP is a specialization constant
-// (0 add, 1 sub, 2 mul, 3 div). Variants: F16 (f16 storage, f32 math), VEC4 (4 elements per invocation).
+// (0 add, 1 sub, 2 mul, 3 div). Variants: F16 (f16 storage, f32 math), VEC4 (4 elements per invocation; with
+// F16, 8-byte f16vec4 loads converted element by element, so the bits equal the scalar F16 kernel's).
 #version 450
 #ifdef F16
 #extension GL_EXT_shader_16bit_storage : require
@@ -10,7 +11,11 @@
 layout(constant_id = 1) const uint OP = 0;
 layout(push_constant) uniform Push { BinaryPC p; };
 
-#if defined(VEC4)
+#if defined(VEC4) && defined(F16)
+#define STORE_T f16vec4
+#define LOAD(v) vec4(v)
+#define STORE(v) f16vec4(v)
+#elif defined(VEC4)
 #define STORE_T vec4
 #define LOAD(v) (v)
 #define STORE(v) (v)
@@ -34,7 +39,7 @@ void main() {
   const uint ia = p.an == p.n ? i : i % p.an;
   const uint ib = p.bn == p.n ? i : i % p.bn;
 #ifdef VEC4
-  const vec4 x = a[ia], y = b[ib];
+  const vec4 x = LOAD(a[ia]), y = LOAD(b[ib]);
   vec4 r;
 #else
   const float x = LOAD(a[ia]), y = LOAD(b[ib]);

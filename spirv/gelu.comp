@@ -2,7 +2,8 @@
 // u is clamped to +-10 (tanh rounds to +-1 in f32 there), as on the CPU, so exp-based tanh cannot overflow.
 // BACKWARD: dx = dy * (0.5 (1 + t) + 0.5 x (1 - t^2) sqrt(2/pi) (1 + 3 * 0.044715 x^2)); the second term is
 // 0 where u is clamped (also for u = +-inf from an overflowing x^3, which would otherwise give 0 * inf).
-// F16: f16 storage, f32 math.
+// F16: f16 storage, f32 math. VEC4 (with F16): 4 elements per invocation through 8-byte f16vec4 loads, each
+// converted as the scalar kernel does (same bits); n counts vectors.
 #version 450
 #include "f16.glsl"
 #include "common.glsl"
@@ -14,27 +15,48 @@ const float K0 = 0.7978845608028654;  // sqrt(2/pi)
 const float K1 = 0.044715;
 const float LIM = 10.0;  // core/cpu/gelu.cpp's f32 clamp
 
-#ifdef BACKWARD
-layout(std430, binding = 0) readonly buffer DY { ST dy[]; };
-layout(std430, binding = 1) readonly buffer X { ST x[]; };
-layout(std430, binding = 2) writeonly buffer DX { ST dx[]; };
-void main() {
-  const uint i = linear_id();
-  if (i >= p.n) return;
-  const float v = float(x[i]);
+#ifdef VEC4
+#define VT f16vec4
+#define W 4
+#else
+#define VT ST
+#define W 1
+#endif
+
+float gelu_grad(float v) {
   const float u = K0 * (v + K1 * v * v * v);
   const float t = tanh(clamp(u, -LIM, LIM));
   float d = 0.5 * (1.0 + t);
   if (abs(u) < LIM) d += 0.5 * v * (1.0 - t * t) * K0 * (1.0 + 3.0 * K1 * v * v);
-  dx[i] = ST(float(dy[i]) * d);
+  return d;
 }
-#else
-layout(std430, binding = 0) readonly buffer X { ST x[]; };
-layout(std430, binding = 1) writeonly buffer Y { ST y[]; };
+float gelu(float v) { return 0.5 * v * (1.0 + tanh(clamp(K0 * (v + K1 * v * v * v), -LIM, LIM))); }
+
+#ifdef BACKWARD
+layout(std430, binding = 0) readonly buffer DY { VT dy[]; };
+layout(std430, binding = 1) readonly buffer X { VT x[]; };
+layout(std430, binding = 2) writeonly buffer DX { VT dx[]; };
 void main() {
   const uint i = linear_id();
   if (i >= p.n) return;
-  const float v = float(x[i]);
-  y[i] = ST(0.5 * v * (1.0 + tanh(clamp(K0 * (v + K1 * v * v * v), -LIM, LIM))));
+#if W == 1
+  dx[i] = ST(float(dy[i]) * gelu_grad(float(x[i])));
+#else
+  const vec4 v = vec4(x[i]), g = vec4(dy[i]);
+  dx[i] = VT(vec4(g.x * gelu_grad(v.x), g.y * gelu_grad(v.y), g.z * gelu_grad(v.z), g.w * gelu_grad(v.w)));
+#endif
+}
+#else
+layout(std430, binding = 0) readonly buffer X { VT x[]; };
+layout(std430, binding = 1) writeonly buffer Y { VT y[]; };
+void main() {
+  const uint i = linear_id();
+  if (i >= p.n) return;
+#if W == 1
+  y[i] = ST(gelu(float(x[i])));
+#else
+  const vec4 v = vec4(x[i]);
+  y[i] = VT(vec4(gelu(v.x), gelu(v.y), gelu(v.z), gelu(v.w)));
+#endif
 }
 #endif

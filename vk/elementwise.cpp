@@ -33,11 +33,12 @@ Tensor VulkanBackend::binary(uint32_t op, const Tensor& a, const Tensor& b) {
   if (an == 0 || bn == 0 || n == 0) return {};
   const auto ba = rt_->input(a), bb = rt_->input(b);
   Tensor out = rt_->output(out_shape, a.dtype());
-  const bool v4 = !h && n % 4 == 0 && an % 4 == 0 && bn % 4 == 0;
+  const bool v4 = n % 4 == 0 && an % 4 == 0 && bn % 4 == 0;  // f16 too: 8-byte f16vec4 loads, same bits
   const uint32_t d = v4 ? 4 : 1;
   const pc::BinaryPC pc{uint32_t(n / d), uint32_t(an / d), uint32_t(bn / d), 0};
-  rt_->run(h ? "binary_f16" : v4 ? "binary_f32_vec4" : "binary_f32", {256, op}, {{ba, false}, {bb, false}, {Runtime::buffer_of(out), true}},
-           pc, Runtime::grid_for(pc.n, 256), double(n));
+  const std::string kernel = std::string(h ? "binary_f16" : "binary_f32") + (v4 ? "_vec4" : "");
+  rt_->run(kernel, {256, op}, {{ba, false}, {bb, false}, {Runtime::buffer_of(out), true}}, pc, Runtime::grid_for(pc.n, 256),
+           double(n));
   return out;
 }
 
