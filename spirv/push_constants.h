@@ -27,8 +27,9 @@ struct LayerNormPC { uint rows; uint cols; float eps; uint has_w; uint has_b; ui
 struct GeluPC { uint n; };
 // Forward: per-row lse and loss; backward: scale = dloss / count.
 struct CrossEntropyPC { uint rows; uint cols; int ignore_index; float scale; };
-// Forward: n_idx rows gathered; backward: one invocation per (vocab row, column).
-struct EmbeddingPC { uint n_idx; uint cols; uint vocab; };
+// Forward: n_idx rows gathered; backward: one invocation per (split, vocab row, column), split s summing every
+// splits-th position of the row from its s-th (splits = 1 in the forward).
+struct EmbeddingPC { uint n_idx; uint cols; uint vocab; uint splits; };
 // Kept iff (philox_at(seed, offset + i) >> 8) >= threshold, i.e. u32_to_unit(...) >= p exactly.
 struct DropoutPC { uint n; uint seed_lo; uint seed_hi; uint off_lo; uint off_hi; uint threshold; float scale; };
 // Strided gather of 32-bit words into a contiguous (6-d, leading 1s) output; window along wdim (see copy.comp).
@@ -57,7 +58,7 @@ struct AdamWLossPC { uint first; };
 #ifdef __cplusplus
 static_assert(sizeof(BinaryPC) == 16 && sizeof(UnaryPC) == 16 && sizeof(MatmulPC) == 36);
 static_assert(sizeof(SumPC) == 20 && sizeof(SoftmaxPC) == 16 && sizeof(LayerNormPC) == 24);
-static_assert(sizeof(CrossEntropyPC) == 16 && sizeof(EmbeddingPC) == 12 && sizeof(DropoutPC) == 28);
+static_assert(sizeof(CrossEntropyPC) == 16 && sizeof(EmbeddingPC) == 16 && sizeof(DropoutPC) == 28);
 static_assert(sizeof(CopyPC) == 68 && sizeof(AttentionPC) == 128);
 static_assert(sizeof(AdamWPC) == 40 && sizeof(AdamWNormPC) == 12 && sizeof(AdamWFinalPC) == 16 && sizeof(AdamWLossPC) == 4);
 }  // namespace alpha::vk::pc

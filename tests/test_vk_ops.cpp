@@ -90,6 +90,20 @@ TEST_CASE("vk embedding gather and deterministic backward match the reference (r
       CHECK(d1.to_f32_vector() == d2.to_f32_vector());
     }
   }
+  {  // A frequent row (a character vocabulary's space): its positions split over several partial sums.
+    const int64_t V = 5, C = 33, n = 1500;
+    std::vector<int32_t> iv(n);
+    Rng rng(63);
+    for (auto& x : iv) x = rng.below(10) < 8 ? 0 : static_cast<int32_t>(rng.below(static_cast<uint64_t>(V)));
+    const Tensor idx = Tensor::from_vector(iv, {3, n / 3}), dout = randn({3, n / 3, C}, 64);
+    const auto dv = dout.to_f64_vector();
+    std::vector<double> dw(static_cast<size_t>(V * C), 0.0);
+    for (size_t k = 0; k < iv.size(); ++k)
+      for (int64_t c = 0; c < C; ++c) dw[iv[k] * C + c] += dv[k * C + c];
+    const Tensor d1 = on_gpu([&] { return ops::embedding_backward(dout, idx, V); });
+    expect_close(d1, dw, {V, C}, 1e-5, 1e-5, "skewed rows backward");
+    CHECK(d1.to_f32_vector() == on_gpu([&] { return ops::embedding_backward(dout, idx, V); }).to_f32_vector());
+  }
   expect_clean();
 }
 

@@ -2,6 +2,8 @@
 // out-of-range index is declined so the CPU kernel raises its IndexError). The backward's host step is a
 // stable counting sort of positions by vocab row; the GPU then sums each row's positions in order.
 // f16 weight / dout: f16-storage variants; the weight gradient stays f32 (core/ops.h).
+#include <algorithm>
+
 #include "spirv/push_constants.h"
 #include "vk/backend.h"
 
@@ -23,7 +25,7 @@ Tensor VulkanBackend::embedding(const Tensor& weight, const Tensor& idx) {
   out_shape.push_back(cols);
   const auto bw = rt_->input(weight), bi = rt_->input(idx);
   Tensor out = rt_->output(out_shape, weight.dtype());
-  const pc::EmbeddingPC pc{uint32_t(idx.numel()), uint32_t(cols), uint32_t(weight.size(0))};
+  const pc::EmbeddingPC pc{uint32_t(idx.numel()), uint32_t(cols), uint32_t(weight.size(0)), 1};
   const uint64_t n = uint64_t(idx.numel()) * uint64_t(cols);
   rt_->run("embedding" + sfx(weight), {256}, {{bw, false}, {bi, false}, {Runtime::buffer_of(out), true}}, pc,
            Runtime::grid_for(n, 256), double(n));
@@ -44,10 +46,16 @@ Tensor VulkanBackend::embedding_backward(const Tensor& dout, const Tensor& idx, 
   const auto bo = rt_->upload_new(order.data(), order.size() * 4);
   const auto bs = rt_->upload_new(starts.data(), starts.size() * 4);
   Tensor dw = rt_->output({vocab, cols});
-  const pc::EmbeddingPC pc{uint32_t(n), uint32_t(cols), uint32_t(vocab)};
+  // Splits of the longest row's positions: ~32 loads per invocation at most (1 for GPT-2's 50304-row vocabulary).
+  int32_t longest = 0;
+  for (int64_t v = 0; v < vocab; ++v) longest = std::max(longest, starts[v + 1] - starts[v]);
+  const uint32_t splits = static_cast<uint32_t>(std::clamp<int64_t>(longest / 32, 1, 64));
+  const pc::EmbeddingPC pc{uint32_t(n), uint32_t(cols), uint32_t(vocab), splits};
   const uint64_t items = uint64_t(vocab) * uint64_t(cols);
-  rt_->run("embedding_bwd" + sfx(dout), {256}, {{bd, false}, {bo, false}, {bs, false}, {Runtime::buffer_of(dw), true}}, pc,
-           Runtime::grid_for(items, 256), double(dout.numel()));
+  const auto part = splits > 1 ? rt_->scratch(items * splits * 4) : Runtime::buffer_of(dw);
+  rt_->run("embedding_bwd" + sfx(dout), {256}, {{bd, false}, {bo, false}, {bs, false}, {part, true}}, pc,
+           Runtime::grid_for(items * splits, 256), double(dout.numel()));
+  if (splits > 1) record_sum(part, Runtime::buffer_of(dw), 1, splits, uint32_t(items), 1.0f);  // in split order
   return dw;
 }
 

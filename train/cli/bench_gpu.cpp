@@ -185,6 +185,9 @@ nlohmann::json bench_train_step(const GpuBenchOptions& o, DeviceScope& scope, vk
                                        : std::make_unique<AdamW>(model.parameters(), AdamWOptions{});
   auto* gopt = dynamic_cast<vk::GpuAdamW*>(opt.get());
   const double loss_scale = mc.f16 ? 1024.0 : 1.0;  // a fixed scale: timing only (the trainer adapts it)
+  // Wall-clock steps as `alpha train` runs them by default (metrics.profile off): no per-dispatch timestamps.
+  const bool profiled = be.runtime().queue().profiling();
+  be.set_profiling(false);
   std::vector<double> fb, op, total;
   for (int s = 0; s < o.warmup + o.steps; ++s) {
     const auto t0 = std::chrono::steady_clock::now();
@@ -210,6 +213,7 @@ nlohmann::json bench_train_step(const GpuBenchOptions& o, DeviceScope& scope, vk
     op.push_back(std::chrono::duration<double, std::milli>(t2 - t1).count());
     total.push_back(std::chrono::duration<double, std::milli>(t2 - t0).count());
   }
+  be.set_profiling(profiled);
   const double ms = median(total), tokens = double(BT) * o.grad_accum;
   nlohmann::json step = {{"steps", o.steps}, {"grad_accum", o.grad_accum}, {"optimizer", o.optim_device},
                          {"fwd_bwd_ms", median(fb)}, {"optimizer_ms", median(op)}, {"step_ms", ms},
