@@ -2,7 +2,7 @@
 // and the row loss lse - x[target] (0 for ignored rows); vk/ then sums row losses / count.
 // BACKWARD: one invocation per element: dx = scale * (exp(x - lse) - [j == target]), 0 on ignored rows.
 // lse is an f64 tensor (core/ops.h), read and written through its bit pattern (f64bits.glsl).
-// F16: logits and dx stored f16 (lse, row losses stay f32/f64); math f32.
+// F16: logits and dx stored f16 (lse, row losses stay f32/f64); math f32. VEC4 (BACKWARD F16): 4 per invocation.
 #version 450
 #include "f16.glsl"
 #include "common.glsl"
@@ -11,10 +11,33 @@
 
 layout(push_constant) uniform Push { CrossEntropyPC p; };
 
+#if defined(BACKWARD) && defined(VEC4)
+layout(std430, binding = 0) readonly buffer X { f16vec4 x4[]; };
+#else
 layout(std430, binding = 0) readonly buffer X { ST x[]; };
+#endif
 layout(std430, binding = 1) readonly buffer T { int target[]; };
 
-#ifdef BACKWARD
+#if defined(BACKWARD) && defined(VEC4)
+// 4 elements of one row per invocation (cols % 4 == 0) through 8-byte f16vec4 loads; same per-element math.
+layout(std430, binding = 2) readonly buffer L { uvec2 lse[]; };
+layout(std430, binding = 3) writeonly buffer DX { f16vec4 dx4[]; };
+void main() {
+  const uint i = linear_id();
+  if (i >= p.rows * p.cols / 4) return;
+  const uint r = (4 * i) / p.cols, j = (4 * i) % p.cols;
+  const int t = target[r];
+  if (t == p.ignore_index) {
+    dx4[i] = f16vec4(0.0);
+    return;
+  }
+  const float l = f64_bits_to_f32(lse[r]);
+  const vec4 v = vec4(x4[i]);
+  vec4 d;
+  for (int e = 0; e < 4; ++e) d[e] = p.scale * (exp(v[e] - l) - (int(j) + e == t ? 1.0 : 0.0));
+  dx4[i] = f16vec4(d);
+}
+#elif defined(BACKWARD)
 layout(std430, binding = 2) readonly buffer L { uvec2 lse[]; };
 layout(std430, binding = 3) writeonly buffer DX { ST dx[]; };
 void main() {
