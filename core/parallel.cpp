@@ -1,5 +1,7 @@
 #include "core/parallel.h"
 
+#include <sched.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -104,6 +106,10 @@ int default_threads() {
     const int n = std::atoi(e);
     if (n > 0) return n;
   }
+  // The CPUs this process may run on (taskset, container cpusets), not every CPU of the host: more workers
+  // than that would time-slice against each other.
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
   return std::max(1u, std::thread::hardware_concurrency());
 }
 

@@ -11,6 +11,7 @@
 
 #include <cmath>
 
+#include "core/cpu/simd.h"
 #include "core/parallel.h"
 
 namespace alpha {
@@ -34,7 +35,10 @@ void update_param(Tensor& p, const Tensor& g, Tensor& m, Tensor& v, const StepCo
   float* mp = m.mutable_data<float>();
   float* vp = v.mutable_data<float>();
   const float* gp = g.data<float>();
+  const float cv[8] = {c.decay, c.b1, c.omb1, c.b2, c.omb2, c.bc2_sqrt, c.eps, c.neg_step};
   parallel_for(p.numel(), kGrain, [&](int64_t begin, int64_t end) {
+    if (cpu::simd_enabled())  // Highway: the same operations; fused multiply-adds only on FMA targets
+      return cpu::simd::adamw(pp + begin, mp + begin, vp + begin, gp + begin, end - begin, cv, decay);
     for (int64_t i = begin; i < end; ++i) {
       float pv = pp[i];
       if (decay) pv = pv * c.decay;

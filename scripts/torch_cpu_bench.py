@@ -1,12 +1,15 @@
 """PyTorch CPU peer for `alpha bench cpu`: the same matmul shapes (y = x @ w^T) and the same 1-layer GPT
-forward+backward (B=12 T=64 C=128 H=4 V=65, no bias, dropout 0), medians after warm-up, 2 threads.
-Usage: /usr/bin/python3 scripts/torch_cpu_bench.py   -> one JSON object on stdout
+forward+backward (B=12 T=64 C=128 H=4 V=65, no bias, dropout 0), medians after warm-up, THREADS threads (2).
+GPT2=1 adds GPT-2 small (124M: 12 layers, 768 wide, biases, tied head) forward+backward at B4 T256, as
+`alpha bench cpu --gpt2` (eager; F.scaled_dot_product_attention where torch has it).
+Usage: [THREADS=2] [GPT2=1] python3 scripts/torch_cpu_bench.py   -> one JSON object on stdout
 """
-import json, math, time
+import json, math, os, time
 import torch
+import torch.nn as nn
 import torch.nn.functional as F
 
-torch.set_num_threads(2)
+torch.set_num_threads(int(os.environ.get("THREADS", 2)))
 SHAPES = [("cpu-recipe qkv", 768, 128, 384), ("cpu-recipe fc", 768, 128, 512), ("cpu-recipe proj", 768, 512, 128),
           ("cpu-recipe head", 768, 128, 65), ("char qkv", 2048, 384, 1152), ("char fc", 2048, 384, 1536),
           ("char proj", 2048, 1536, 384), ("square 1024", 1024, 1024, 1024)]
@@ -54,4 +57,39 @@ for name, M, K, N in SHAPES:
     ms = median_ms(lambda: x @ w.t())
     out["matmul"].append(dict(name=name, M=M, K=K, N=N, ms=ms, gflops=2 * M * K * N / (ms * 1e6)))
 out["gpt_1layer_fwd_bwd_ms"] = gpt_step()
+
+
+def gpt2_step():
+    B, T, C, H, V, L = 4, 256, 768, 12, 50257, 12
+    torch.manual_seed(0)
+    wte, wpe = nn.Embedding(V, C), nn.Embedding(1024, C)
+    blocks = nn.ModuleList(nn.ModuleDict(dict(ln1=nn.LayerNorm(C), attn=nn.Linear(C, 3 * C), proj=nn.Linear(C, C),
+                                              ln2=nn.LayerNorm(C), fc=nn.Linear(C, 4 * C), fc2=nn.Linear(4 * C, C)))
+                           for _ in range(L))
+    lnf = nn.LayerNorm(C)
+    params = [p for mod in (wte, wpe, blocks, lnf) for p in mod.parameters()]
+    idx = torch.zeros(B, T, dtype=torch.long)
+    sdpa = hasattr(F, "scaled_dot_product_attention")
+    mask = torch.ones(T, T, dtype=torch.bool).tril()
+
+    def step():
+        x = wte(idx) + wpe(torch.arange(T))
+        for b in blocks:
+            q, k, v = b["attn"](b["ln1"](x)).split(C, dim=2)
+            q, k, v = (z.view(B, T, H, C // H).transpose(1, 2) for z in (q, k, v))
+            if sdpa:
+                a = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            else:
+                a = ((q @ k.transpose(-2, -1)) / math.sqrt(C // H)).masked_fill(~mask, float("-inf")).softmax(-1) @ v
+            x = x + b["proj"](a.transpose(1, 2).contiguous().view(B, T, C))
+            x = x + b["fc2"](F.gelu(b["fc"](b["ln2"](x)), approximate="tanh"))
+        logits = lnf(x) @ wte.weight.t()
+        F.cross_entropy(logits.view(-1, V), idx.view(-1)).backward()
+        for t in params:
+            t.grad = None
+    return median_ms(step, warm=2, reps=5)
+
+
+if os.environ.get("GPT2") == "1":
+    out["gpt2_fwd_bwd_ms"] = gpt2_step()
 print(json.dumps(out))

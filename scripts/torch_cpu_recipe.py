@@ -114,7 +114,7 @@ def main():
         return total / len(w)
 
     t0 = time.perf_counter()
-    train_s = 0.0
+    train_s, step_ms = 0.0, []
     for it in range(steps):
         ts = time.perf_counter()
         for g in opt.param_groups:
@@ -125,11 +125,13 @@ def main():
         opt.step()
         opt.zero_grad(set_to_none=True)
         train_s += time.perf_counter() - ts
+        step_ms.append((time.perf_counter() - ts) * 1e3)
         if (it + 1) % EVAL_INTERVAL == 0 or it + 1 == steps:
             print(json.dumps(dict(step=it + 1, **evaluate(), s=round(time.perf_counter() - t0, 1))), flush=True)
     extra = dict(full_val=round(full_val(), 6)) if FULL_EVAL else {}
     print(json.dumps(dict(done=True, seed=SEED, **extra, gelu=GELU, torch=torch.__version__, seconds=round(time.perf_counter() - t0, 1),
-                          ms_per_step=round(train_s / steps * 1e3, 1))), flush=True)
+                          ms_per_step=round(train_s / steps * 1e3, 1),
+                          median_step_ms=round(sorted(step_ms)[steps // 2], 2))), flush=True)
 
 
 if __name__ == "__main__":

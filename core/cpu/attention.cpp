@@ -14,6 +14,8 @@
 #include <limits>
 #include <vector>
 
+#include "core/cpu/matmul.h"
+#include "core/cpu/simd.h"
 #include "core/parallel.h"
 #include "core/rng.h"
 
@@ -199,6 +201,7 @@ ops::AttentionOut forward_f32(Forward& f, const ops::AttentionParams& ap) {
   const float *pq = q.data<float>(), *pk = k.data<float>(), *pv = v.data<float>();
   float* po = out.mutable_data<float>();  // (B, Tq, H, D) storage
   float* pl = lse.mutable_data<float>();
+  const bool vec = simd_enabled() && ap.p == 0.0;  // dropout keeps the loop
   parallel_for(g.B * g.H, 1, [&](int64_t bh0, int64_t bh1) {
     std::vector<float> s(static_cast<size_t>(g.Tq * g.Tk));  // scores, then dropped probabilities (Tq, Tk)
     for (int64_t bh = bh0; bh < bh1; ++bh) {
@@ -208,6 +211,13 @@ ops::AttentionOut forward_f32(Forward& f, const ops::AttentionParams& ap) {
       for (int64_t i = 0; i < g.Tq; ++i) {
         float* row = s.data() + i * g.Tk;
         const int64_t vis = g.visible(i, ap.causal);
+        if (vec) {  // Highway row softmax; NaN back means the row holds NaN or inf: the loop below decides
+          const float L = simd::attention_probs_row(row, vis, g.Tk);
+          if (!std::isnan(L)) {
+            pl[bh * g.Tq + i] = L;
+            continue;
+          }
+        }
         double m = -std::numeric_limits<double>::infinity(), l = 0;
         for (int64_t j = 0; j < vis; ++j) m = std::max(m, double(row[j]));
         for (int64_t j = 0; j < vis; ++j) l += std::exp(double(row[j]) - m);
@@ -232,6 +242,7 @@ ops::AttentionGrads backward_f32(Backward& bw, const ops::AttentionParams& ap) {
   const float *pq = q.data<float>(), *pk = k.data<float>(), *pv = v.data<float>(), *pdo = dout.data<float>(),
               *po = out.data<float>(), *pl = lse.data<float>();
   float *pdq = r.dq.mutable_data<float>(), *pdk = r.dk.mutable_data<float>(), *pdv = r.dv.mutable_data<float>();
+  const bool vec = simd_enabled() && ap.p == 0.0;  // dropout keeps the loop
   parallel_for(g.B * g.H, 1, [&](int64_t bh0, int64_t bh1) {
     const size_t n = static_cast<size_t>(g.Tq * g.Tk);
     std::vector<float> s(n), dp(n);  // S then P~ (dropped probabilities); dP then dS (Tq, Tk)
@@ -242,11 +253,16 @@ ops::AttentionGrads backward_f32(Backward& bw, const ops::AttentionParams& ap) {
       gemm(false, true, g.Tq, g.Tk, g.D, float(ap.scale), qb, g.D, kb, g.D, s.data(), g.Tk);
       gemm(false, true, g.Tq, g.Tk, g.D, 1.0f, dob, g.D, vb, g.D, dp.data(), g.Tk);
       for (int64_t i = 0; i < g.Tq; ++i) {
+        const int64_t vis = g.visible(i, ap.causal);
+        float *srow = s.data() + i * g.Tk, *drow_i = dp.data() + i * g.Tk;
+        if (vec) {
+          const float dr = simd::dot(dob + i * g.D, ob + i * g.D, g.D);
+          simd::attention_grad_row(srow, drow_i, vis, g.Tk, pl[bh * g.Tq + i], dr, float(ap.scale));
+          continue;
+        }
         double drow = 0;  // rowsum(dO * O) = sum_j P_ij dA_ij (the softmax backward's row dot, dropout included)
         for (int64_t c = 0; c < g.D; ++c) drow += double(dob[i * g.D + c]) * double(ob[i * g.D + c]);
-        const int64_t vis = g.visible(i, ap.causal);
         const double L = double(pl[bh * g.Tq + i]);
-        float *srow = s.data() + i * g.Tk, *drow_i = dp.data() + i * g.Tk;
         for (int64_t j = 0; j < vis; ++j) {
           const double p = std::exp(double(srow[j]) - L), mk = keep_factor(ap, g, bh, i, j);
           srow[j] = float(p * mk);
@@ -266,6 +282,7 @@ ops::AttentionGrads backward_f32(Backward& bw, const ops::AttentionParams& ap) {
 }  // namespace
 
 ops::AttentionOut attention(const Tensor& q, const Tensor& k, const Tensor& v, const ops::AttentionParams& ap) {
+  blas_setup();
   Forward f = prepare_forward(q, k, v);
   return q.dtype() == DType::f64 ? forward_typed<double>(f, ap) : forward_f32(f, ap);
 }
@@ -273,6 +290,7 @@ ops::AttentionOut attention(const Tensor& q, const Tensor& k, const Tensor& v, c
 ops::AttentionGrads attention_backward(const Tensor& dout, const Tensor& q, const Tensor& k, const Tensor& v,
                                        const Tensor& out, const Tensor& lse, const ops::AttentionParams& ap,
                                        bool packed) {
+  blas_setup();
   Backward bw = prepare_backward(dout, q, k, v, out, lse, packed);
   return q.dtype() == DType::f64 ? backward_typed<double>(bw, ap) : backward_f32(bw, ap);
 }

@@ -5,8 +5,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 #include <vector>
 
+#include "core/cpu/simd.h"
 #include "core/parallel.h"
 
 namespace alpha::cpu {
@@ -39,6 +41,14 @@ ops::CrossEntropyOut cross_entropy_typed(const Tensor& lin, const Tensor& tin, i
   parallel_for(N, std::max<int64_t>(1, 8192 / V), [&](int64_t n0, int64_t n1) {
     for (int64_t n = n0; n < n1; ++n) {
       const T* r = pl + n * V;
+      if constexpr (std::is_same_v<T, float>) {
+        double l = 0.0;
+        if (simd_enabled() && simd::log_sum_exp(r, V, &l)) {
+          ps[n] = l;
+          if (pt[n] != ignore_index) row_loss[n] = l - static_cast<double>(r[pt[n]]);
+          continue;
+        }
+      }
       double m = static_cast<double>(r[0]);
       for (int64_t v = 1; v < V; ++v) m = std::max(m, static_cast<double>(r[v]));
       double s = 0.0;
@@ -78,7 +88,14 @@ Tensor cross_entropy_backward_typed(const Tensor& lin, const Tensor& tin, const 
       }
       const T* r = pl + n * V;
       const double l = ps[n];
-      for (int64_t v = 0; v < V; ++v) d[v] = static_cast<T>(sc * std::exp(static_cast<double>(r[v]) - l));
+      bool done = false;
+      if constexpr (std::is_same_v<T, float>)
+        if (simd_enabled() && std::isfinite(l)) {
+          simd::scaled_exp_shift(r, d, V, l, static_cast<float>(sc));
+          done = true;
+        }
+      if (!done)
+        for (int64_t v = 0; v < V; ++v) d[v] = static_cast<T>(sc * std::exp(static_cast<double>(r[v]) - l));
       d[pt[n]] = static_cast<T>(sc * (std::exp(static_cast<double>(r[pt[n]]) - l) - 1.0));
     }
   });

@@ -4,8 +4,10 @@
 
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
+#include "core/cpu/simd.h"
 #include "core/parallel.h"
 
 namespace alpha::cpu {
@@ -61,6 +63,11 @@ Tensor embedding_backward_typed(const Tensor& din, const Tensor& idx_in, int64_t
                    T* row = pw + v * C;
                    for (int64_t k = start[v]; k < start[v + 1]; ++k) {
                      const T* src = pd + order[k] * C;
+                     if constexpr (std::is_same_v<T, float>)
+                       if (simd_enabled()) {  // row += 1 * src: the same adds, bit for bit
+                         simd::axpy(row, src, C, 1.0f);
+                         continue;
+                       }
                      for (int64_t c = 0; c < C; ++c) row[c] += src[c];
                    }
                  }

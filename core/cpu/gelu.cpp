@@ -7,6 +7,7 @@
 #include <cmath>
 #include <type_traits>
 
+#include "core/cpu/simd.h"
 #include "core/parallel.h"
 
 namespace alpha::cpu {
@@ -38,6 +39,8 @@ Tensor gelu_typed(const Tensor& xin) {
   T* po = out.mutable_data<T>();
   const T k = static_cast<T>(kSqrt2OverPi), a = static_cast<T>(kCubic), lim = kClamp<T>;
   parallel_for(x.numel(), 1 << 14, [&](int64_t i0, int64_t i1) {
+    if constexpr (std::is_same_v<T, float>)
+      if (simd_enabled()) return simd::gelu(px + i0, po + i0, i1 - i0);
     for (int64_t i = i0; i < i1; ++i) {
       const T v = px[i];
       const T u = std::clamp(k * (v + a * v * v * v), -lim, lim);
@@ -56,6 +59,8 @@ Tensor gelu_backward_typed(const Tensor& dyin, const Tensor& xin) {
   T* po = out.mutable_data<T>();
   const T k = static_cast<T>(kSqrt2OverPi), a = static_cast<T>(kCubic), lim = kClamp<T>;
   parallel_for(x.numel(), 1 << 14, [&](int64_t i0, int64_t i1) {
+    if constexpr (std::is_same_v<T, float>)
+      if (simd_enabled()) return simd::gelu_backward(pd + i0, px + i0, po + i0, i1 - i0);
     for (int64_t i = i0; i < i1; ++i) {
       const T v = px[i];
       const T u = k * (v + a * v * v * v);

@@ -5,8 +5,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 #include <vector>
 
+#include "core/cpu/simd.h"
 #include "core/parallel.h"
 
 namespace alpha::cpu {
@@ -31,6 +33,11 @@ ops::LayerNormOut layernorm_typed(const Tensor& xin, const Tensor& win, const Te
   T* pr = r.rstd.mutable_data<T>();
   parallel_for(N, std::max<int64_t>(1, 8192 / C), [&](int64_t n0, int64_t n1) {
     for (int64_t n = n0; n < n1; ++n) {
+      if constexpr (std::is_same_v<T, float>)
+        if (simd_enabled()) {
+          simd::layernorm_row(px + n * C, pw, pb, py + n * C, C, eps, pm + n, pr + n);
+          continue;
+        }
       const T* xr = px + n * C;
       double m = 0.0;
       for (int64_t c = 0; c < C; ++c) m += static_cast<double>(xr[c]);
@@ -82,6 +89,11 @@ ops::LayerNormGrads layernorm_backward_typed(const Tensor& dyin, const Tensor& x
   T* pdx = g.dx.mutable_data<T>();
   parallel_for(N, std::max<int64_t>(1, 8192 / C), [&](int64_t n0, int64_t n1) {
     for (int64_t n = n0; n < n1; ++n) {
+      if constexpr (std::is_same_v<T, float>)
+        if (simd_enabled()) {
+          simd::layernorm_backward_row(pdy + n * C, px + n * C, pw, pm[n], pr[n], pdx + n * C, C);
+          continue;
+        }
       const T* xr = px + n * C;
       const T* dr = pdy + n * C;
       const double m = static_cast<double>(pm[n]), rs = static_cast<double>(pr[n]);
@@ -113,6 +125,11 @@ ops::LayerNormGrads layernorm_backward_typed(const Tensor& dyin, const Tensor& x
     std::vector<double> aw(kBlock), ab(kBlock);
     for (int64_t blk = b0; blk < b1; ++blk) {
       const int64_t c0 = blk * kBlock, c1 = std::min(C, c0 + kBlock);
+      if constexpr (std::is_same_v<T, float>)
+        if (simd_enabled()) {
+          simd::layernorm_param_grads(pdy, px, pm, pr, N, C, c0, c1, pdw, pdb);
+          continue;
+        }
       std::fill(aw.begin(), aw.end(), 0.0);
       std::fill(ab.begin(), ab.end(), 0.0);
       for (int64_t n = 0; n < N; ++n) {

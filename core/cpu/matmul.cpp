@@ -4,9 +4,57 @@
 
 #include <cblas.h>
 
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <iterator>
+#include <string>
+
 #include "core/parallel.h"
 
+// OpenBLAS's DYNAMIC_ARCH dispatch (Debian's build): weak, so a single-arch OpenBLAS links too.
+extern "C" void gotoblas_dynamic_init(void) __attribute__((weak));
+extern "C" void gotoblas_dynamic_quit(void) __attribute__((weak));
+
 namespace alpha::cpu {
+
+namespace {
+
+// OpenBLAS 0.3.21 picks its kernels from the CPU model number; on a CPU it does not know (e.g. a VM's masked
+// "Intel Xeon Processor") it falls back to Prescott's SSE3 kernels, 5x slower than its AVX-512 ones on the
+// GPU machine. Where that happened and the CPU has the instructions, re-run its dispatch with the right core,
+// unless the user chose one (OPENBLAS_CORETYPE).
+void fix_blas_core() {
+#if defined(__x86_64__)
+  if (!gotoblas_dynamic_init || !gotoblas_dynamic_quit || std::getenv("OPENBLAS_CORETYPE")) return;
+  const std::string core = openblas_get_corename();
+  static const char* const kWeak[] = {"Prescott", "Core2", "Penryn", "Dunnington", "Nehalem", "Atom", "Katmai"};
+  if (std::find(std::begin(kWeak), std::end(kWeak), core) == std::end(kWeak)) return;
+  __builtin_cpu_init();
+  const char* want = nullptr;
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
+      __builtin_cpu_supports("avx512vl"))
+    want = "SkylakeX";
+  else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    want = "Haswell";
+  if (!want) return;
+  setenv("OPENBLAS_CORETYPE", want, 0);
+  gotoblas_dynamic_quit();
+  gotoblas_dynamic_init();
+  unsetenv("OPENBLAS_CORETYPE");
+#endif
+}
+
+}  // namespace
+
+void blas_setup() {
+  static const bool done = [] {
+    fix_blas_core();
+    openblas_set_num_threads(1);  // our pool does the threading; OpenBLAS's own workers would compete
+    return true;
+  }();
+  (void)done;
+}
 
 namespace {
 
@@ -47,13 +95,39 @@ int64_t row_grain(int64_t rows, int64_t N, int64_t K) {
   return std::max(min_rows, per_thread);
 }
 
+// One M x N GEMM over the pool. Splits C's rows, or its columns when C is wider than tall and each thread still
+// gets >= 64 columns: then each thread reads only its slice of B (the tied LM head's 50257 x 768 weight is read
+// once, not once per thread).
+template <class T>
+void split_gemm(const MatDesc& da, const MatDesc& db, int64_t M, int64_t N, int64_t K, const T* A, const T* B, T* C) {
+  const int64_t threads = num_threads();
+  static const bool blas = [] {  // ALPHA_GEMM_THREADS=blas: OpenBLAS's own threads split each large GEMM
+    const char* e = std::getenv("ALPHA_GEMM_THREADS");
+    return e && std::strcmp(e, "blas") == 0;
+  }();
+  if (blas && threads > 1 && M * N * K >= (int64_t{1} << 20)) {
+    openblas_set_num_threads(static_cast<int>(threads));
+    gemm<T>(da.trans, db.trans, M, N, K, A, da.ld, B, db.ld, C, N);
+    openblas_set_num_threads(1);  // attention's per-(b, h) GEMMs run inside the pool
+    return;
+  }
+  if (N > M && N >= 64 * threads) {
+    const int64_t min_cols = std::max<int64_t>(1, (int64_t{1} << 16) / std::max<int64_t>(1, M * K));
+    parallel_for(N, std::max(min_cols, (N + threads - 1) / threads), [&](int64_t c0, int64_t c1) {
+      const T* Bc = db.trans ? B + c0 * db.ld : B + c0;  // column c0 of op(B)
+      gemm<T>(da.trans, db.trans, M, c1 - c0, K, A, da.ld, Bc, db.ld, C + c0, N);
+    });
+    return;
+  }
+  parallel_for(M, row_grain(M, N, K), [&](int64_t r0, int64_t r1) {
+    const T* Ar = da.trans ? A + r0 : A + r0 * da.ld;  // row r0 of op(A)
+    gemm<T>(da.trans, db.trans, r1 - r0, N, K, Ar, da.ld, B, db.ld, C + r0 * N, N);
+  });
+}
+
 template <class T>
 Tensor matmul_typed(Tensor a, Tensor b, bool ta, bool tb) {
-  static const bool single = [] {
-    openblas_set_num_threads(1);  // our pool does the threading; OpenBLAS's own workers would compete
-    return true;
-  }();
-  (void)single;
+  blas_setup();
   const int64_t M = ta ? a.size(-1) : a.size(-2), K = ta ? a.size(-2) : a.size(-1);
   const int64_t N = tb ? b.size(-2) : b.size(-1);
   const Shape ba(a.shape().begin(), a.shape().end() - 2), bb(b.shape().begin(), b.shape().end() - 2);
@@ -98,12 +172,8 @@ Tensor matmul_typed(Tensor a, Tensor b, bool ta, bool tb) {
   const T* B = be.template data<T>();
   T* C = out.template mutable_data<T>();
 
-  if (folded) {  // one (batch*M) x N GEMM, rows split across threads
-    const int64_t rows = ae.size(0);
-    const int64_t grain = row_grain(rows, N, K);
-    parallel_for(rows, grain, [&](int64_t r0, int64_t r1) {
-      gemm<T>(da.trans, db.trans, r1 - r0, N, K, A + r0 * da.ld, da.ld, B, db.ld, C + r0 * N, N);
-    });
+  if (folded) {  // one (batch*M) x N GEMM split across threads
+    split_gemm<T>(da, db, ae.size(0), N, K, A, B, C);
     return out;
   }
 
@@ -120,12 +190,8 @@ Tensor matmul_typed(Tensor a, Tensor b, bool ta, bool tb) {
     return off;
   };
   const int64_t work = M * N * K;
-  if (nb == 1) {  // single large GEMM: split rows of C
-    const int64_t grain = row_grain(M, N, K);
-    parallel_for(M, grain, [&](int64_t r0, int64_t r1) {
-      const T* Ar = da.trans ? A + r0 : A + r0 * da.ld;  // row r0 of op(A)
-      gemm<T>(da.trans, db.trans, r1 - r0, N, K, Ar, da.ld, B, db.ld, C + r0 * N, N);
-    });
+  if (nb == 1) {  // single large GEMM
+    split_gemm<T>(da, db, M, N, K, A, B, C);
     return out;
   }
   parallel_for(nb, std::max<int64_t>(1, (int64_t{1} << 15) / std::max<int64_t>(1, work)), [&](int64_t i0, int64_t i1) {
@@ -137,6 +203,8 @@ Tensor matmul_typed(Tensor a, Tensor b, bool ta, bool tb) {
 }
 
 }  // namespace
+
+std::string blas_info() { return std::string(openblas_get_config()) + " core " + openblas_get_corename(); }
 
 Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b) {
   if (a.dtype() == DType::f64) return matmul_typed<double>(a, b, trans_a, trans_b);

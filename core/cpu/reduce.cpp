@@ -3,7 +3,9 @@
 #include "core/cpu/reduce.h"
 
 #include <array>
+#include <type_traits>
 
+#include "core/cpu/simd.h"
 #include "core/parallel.h"
 
 namespace alpha::cpu {
@@ -40,6 +42,16 @@ Tensor sum_typed(const Tensor& xin, int64_t dim, bool keepdim) {
     for (int64_t o = o0; o < o1; ++o) {
       std::fill(acc.begin(), acc.end(), 0.0);
       const T* base = px + o * n * inner;
+      if constexpr (std::is_same_v<T, float>)
+        if (simd_enabled()) {  // double lanes: columns (inner > 1) keep the oracle's exact adds
+          if (inner == 1) {
+            po[o] = static_cast<T>(simd::sum(base, n));
+            continue;
+          }
+          for (int64_t k = 0; k < n; ++k) simd::sum_into(acc.data(), base + k * inner, inner);
+          for (int64_t i = 0; i < inner; ++i) po[o * inner + i] = static_cast<T>(acc[i]);
+          continue;
+        }
       for (int64_t k = 0; k < n; ++k)
         for (int64_t i = 0; i < inner; ++i) acc[i] += static_cast<double>(base[k * inner + i]);
       for (int64_t i = 0; i < inner; ++i) po[o * inner + i] = static_cast<T>(acc[i]);

@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 
+#include "core/cpu/simd.h"
 #include "core/parallel.h"
 
 namespace alpha::cpu {
@@ -26,6 +28,8 @@ Tensor softmax_typed(const Tensor& xin, bool causal) {
       const T* xr = px + r * Tk;
       T* yr = po + r * Tk;
       const int64_t n = causal ? (r % Tq) + (Tk - Tq) + 1 : Tk;  // visible columns (>= 1)
+      if constexpr (std::is_same_v<T, float>)
+        if (simd_enabled() && simd::softmax_row(xr, yr, n, Tk)) continue;
       T m = xr[0];
       for (int64_t j = 1; j < n; ++j) m = std::max(m, xr[j]);
       double s = 0.0;
@@ -57,6 +61,11 @@ Tensor softmax_backward_typed(const Tensor& dyin, const Tensor& yin) {
     for (int64_t r = r0; r < r1; ++r) {
       const T* dr = pd + r * Tk;
       const T* yr = py + r * Tk;
+      if constexpr (std::is_same_v<T, float>)
+        if (simd_enabled()) {
+          simd::softmax_backward_row(dr, yr, po + r * Tk, Tk);
+          continue;
+        }
       double s = 0.0;
       for (int64_t j = 0; j < Tk; ++j) s += static_cast<double>(dr[j]) * static_cast<double>(yr[j]);
       const T st = static_cast<T>(s);

@@ -10,6 +10,9 @@
 
 #include "autograd/ops.h"
 #include "autograd/tape.h"
+#include "core/cpu/kernel_bench.h"
+#include "core/cpu/matmul.h"
+#include "core/cpu/simd.h"
 #include "core/ops.h"
 #include "core/parallel.h"
 #include "model/gpt.h"
@@ -37,11 +40,25 @@ Tensor randn(const Shape& s, Rng& rng) {
   return t;
 }
 
+// Adds the per-kernel rates and this CPU's measured memory and FMA peaks to out.
+void extra_kernel_report(nlohmann::json& out) {
+  const cpu::CpuPeaks pk = cpu::measure_peaks();
+  out["peak_mem_gbs"] = pk.mem_gbs;
+  out["peak_fma_gflops"] = pk.fma_gflops;
+  out["kernels"] = nlohmann::json::array();
+  for (const cpu::KernelRate& k : cpu::bench_kernels())
+    out["kernels"].push_back({{"name", k.name}, {"shape", k.shape}, {"ms", k.ms}, {"gbs", k.gbs}, {"gflops", k.gflops},
+                              {"oracle_ms", k.oracle_ms}, {"mem_peak_frac", k.gbs / pk.mem_gbs},
+                              {"fma_peak_frac", k.gflops / pk.fma_gflops}});
+}
+
 }  // namespace
 
-void run_cpu_bench(bool json) {
+void run_cpu_bench(bool json, bool kernels, bool gpt2) {
   Rng rng(0);
-  nlohmann::json out = {{"threads", num_threads()}, {"matmul", nlohmann::json::array()}};
+  nlohmann::json out = {{"threads", num_threads()}, {"simd_target", cpu::simd_enabled() ? cpu::simd_target() : "off"},
+                        {"blas", (cpu::blas_setup(), cpu::blas_info())},
+                        {"matmul", nlohmann::json::array()}};
   // (rows = B*T, in, out) of the linear layers of nanoGPT's CPU recipe (B=12, T=64, C=128, V=65) and of
   // shakespeare_char (B=64, T=256, C=384) scaled to 2048 rows.
   struct Shp { const char* name; int64_t M, K, N; };
@@ -67,6 +84,15 @@ void run_cpu_bench(bool json) {
   });
   out["gpt_1layer_fwd_bwd_ms"] = step_ms;
   out["gpt_1layer_shape"] = "B=12 T=64 C=128 H=4 V=65";
+  if (gpt2) {  // GPT-2 small (124M, biases, tied head) forward+backward at B4 T256
+    GPT big(GPTConfig{12, 12, 768, 1024, 50257, 0.0, true}, init);
+    Tensor bi = Tensor::zeros({4, 256}, DType::i32), bt = Tensor::zeros({4, 256}, DType::i32);
+    out["gpt2_fwd_bwd_ms"] = median_ms(2, 5, [&] {
+      ag::backward(big.loss(bi, bt, true, drop));
+      for (Tensor p : big.parameters()) p.set_grad(Tensor());
+    });
+  }
+  if (kernels) extra_kernel_report(out);
   if (json) {
     std::printf("%s\n", out.dump().c_str());
     return;
@@ -78,6 +104,15 @@ void run_cpu_bench(bool json) {
                 static_cast<long long>(m["M"]), static_cast<long long>(m["K"]), static_cast<long long>(m["N"]),
                 m["ms"].get<double>(), m["gflops"].get<double>());
   std::printf("1-layer GPT forward+backward (B=12 T=64 C=128 H=4 V=65): %.3f ms\n", step_ms);
+  if (gpt2) std::printf("GPT-2 small forward+backward (B=4 T=256): %.1f ms\n", out["gpt2_fwd_bwd_ms"].get<double>());
+  if (!kernels) return;
+  std::printf("Kernels (SIMD target %s; peaks: memory %.1f GB/s, FMA %.1f GFLOP/s):\n",
+              out["simd_target"].get<std::string>().c_str(), out["peak_mem_gbs"].get<double>(),
+              out["peak_fma_gflops"].get<double>());
+  for (const auto& k : out["kernels"])
+    std::printf("  %-24s %-18s %8.3f ms %7.1f GB/s %7.1f GFLOP/s  (plain loop %8.3f ms)\n",
+                k["name"].get<std::string>().c_str(), k["shape"].get<std::string>().c_str(), k["ms"].get<double>(),
+                k["gbs"].get<double>(), k["gflops"].get<double>(), k["oracle_ms"].get<double>());
 }
 
 }  // namespace alpha

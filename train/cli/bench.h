@@ -10,7 +10,8 @@
 
 namespace alpha {
 
-void run_cpu_bench(bool json);
+// kernels: per-kernel GB/s and GFLOP/s against measured peaks; gpt2: GPT-2 small forward+backward at B4 T256.
+void run_cpu_bench(bool json, bool kernels = false, bool gpt2 = false);
 
 struct GpuBenchOptions {
   std::string device = "vulkan";

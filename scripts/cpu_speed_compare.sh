@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# Alpha's CPU path vs PyTorch on the same CPU, same thread count, one trainer at a time (issue 18). Prints JSON
+# lines: the machine; the CPU recipe's median step ms (configs/shakespeare_char_cpu.json vs
+# scripts/torch_cpu_recipe.py) with the Highway kernels and with the plain loops (ALPHA_CPU_SIMD=0); GPT-2 small
+# forward+backward at B4 T256 and the 1-layer block (`alpha bench cpu --gpt2` vs scripts/torch_cpu_bench.py
+# GPT2=1); `alpha bench cpu --kernels` (per-kernel GB/s, GFLOP/s against this CPU's measured peaks).
+# Usage: [STEPS=300] [PY=python3] [SKIP_BENCH=1] [SKIP_KERNELS=1] [VARIANTS=...] scripts/cpu_speed_compare.sh DIR
+#        [threads...]   (default threads: 16 1; the GPT-2 and kernel benches use the first)
+#   DIR holds alpha, tinyshakespeare.txt, shakespeare_char_cpu.json, torch_cpu_recipe.py, torch_cpu_bench.py and
+#   lib/ (shared libraries the binary needs where they are not installed; libopenblas.so.0.xz is unpacked).
+# On the dev VM: mkdir d; cp build/alpha configs/shakespeare_char_cpu.json scripts/torch_*.py DATA d/ and run.
+set -u
+dir=${1:?usage: scripts/cpu_speed_compare.sh DIR [threads...]}
+shift
+threads=("${@:-16}")
+[ $# -gt 0 ] || threads=(16 1)
+steps=${STEPS:-300}
+[ ! -f "$dir/lib/libopenblas.so.0.xz" ] || [ -f "$dir/lib/libopenblas.so.0" ] || xz -dk "$dir/lib/libopenblas.so.0.xz"
+export LD_LIBRARY_PATH=$dir/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+work=$(mktemp -d)
+py=${PY:-python3}  # needs torch
+
+"$py" - <<PY
+import json, os, torch
+cpu = [l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")]
+flags = open("/proc/cpuinfo").read()
+print(json.dumps(dict(machine=cpu[0] if cpu else "?", logical_cpus=len(cpu), affinity=len(os.sched_getaffinity(0)),
+                      avx512="avx512f" in flags, avx2="avx2" in flags, torch=torch.__version__,
+                      env={k: v for k, v in os.environ.items() if k.startswith(("OPENBLAS", "ALPHA"))})))
+PY
+
+# VARIANTS="ENV=.. ENV=..|..": `alpha bench cpu` (GEMMs, 1-layer block) under each environment first.
+IFS='|' read -r -a variants <<<"${VARIANTS:-}"
+for v in "${variants[@]}"; do
+  env $v ALPHA_NUM_THREADS="${threads[0]}" timeout 120 "$dir/alpha" bench cpu --json 2>&1 | "$py" -c "
+import json, sys
+try:
+    a = json.loads(sys.stdin.read())
+except Exception as e:
+    sys.exit(print(json.dumps(dict(variant='$v', error=str(e)))))
+print(json.dumps(dict(what='variant', variant='$v', blas=a.get('blas'), block_ms=round(a['gpt_1layer_fwd_bwd_ms'], 2),
+                      gflops={m['name']: round(m['gflops']) for m in a['matmul']})))"
+done
+
+# Median step ms of an Alpha CPU-recipe run (steps 10+).
+alpha_recipe() {  # threads simd label
+  local o=$work/a$1$2
+  ALPHA_NUM_THREADS=$1 ALPHA_CPU_SIMD=$2 timeout 300 "$dir/alpha" train "$dir/shakespeare_char_cpu.json" --quiet \
+    --set data.path="$dir/tinyshakespeare.txt" --set out_dir="$o" --set train.max_steps="$steps" \
+    --set train.eval_interval=100000 --set train.log_interval=1 --set train.sample_tokens=0 \
+    --set checkpoint.interval=100000 >"$o.log" 2>&1 ||
+    { echo "{\"error\": \"alpha recipe threads $1 simd $2\", \"log\": \"$(tail -c 300 "$o.log" | tr '\n"' ' ')\"}" >&2; return; }
+  "$py" -c "
+import json; r=[json.loads(l) for l in open('$o/metrics.jsonl') if '\"type\":\"step\"' in l]
+ms=sorted(x['step_ms'] for x in r[10:]); print(round(ms[len(ms)//2], 2), repr(r[-1]['loss']))"
+}
+
+for th in "${threads[@]}"; do
+  read -r a aloss <<<"$(alpha_recipe "$th" 1)"
+  read -r p ploss <<<"$(alpha_recipe "$th" 0)"
+  t=$(EVAL_INTERVAL=100000 THREADS=$th timeout 300 "$py" "$dir/torch_cpu_recipe.py" "$dir/tinyshakespeare.txt" "$steps" |
+      tail -1 | "$py" -c "import json,sys; print(json.loads(sys.stdin.read())['median_step_ms'])")
+  "$py" -c "
+import json; a, p, t = '$a', '$p', '$t'
+f = lambda s: float(s) if s.replace('.', '', 1).isdigit() else None
+r = dict(what='cpu_recipe_step_ms', threads=$th, steps=$steps, alpha=f(a), alpha_plain_loops=f(p), torch=f(t),
+         alpha_last_loss='${aloss:-}', plain_loops_last_loss='${ploss:-}')
+if r['alpha'] and r['torch']: r['alpha_over_torch'] = round(r['alpha'] / r['torch'], 3)
+if r['alpha'] and r['alpha_plain_loops']: r['simd_speedup'] = round(r['alpha_plain_loops'] / r['alpha'], 3)
+print(json.dumps(r))"
+done
+
+[ -z "${SKIP_BENCH:-}" ] || { rm -rf "$work"; exit 0; }  # recipe only
+th=${threads[0]}
+ALPHA_NUM_THREADS=$th timeout 300 "$dir/alpha" bench cpu --gpt2 --json >"$work/ab.json" 2>"$work/ab.err" ||
+  echo "{\"error\": \"alpha bench cpu --gpt2\", \"log\": \"$(tail -c 300 "$work/ab.err" | tr '\n"' ' ')\"}"
+THREADS=$th GPT2=1 timeout 300 "$py" "$dir/torch_cpu_bench.py" >"$work/tb.json" 2>"$work/tb.err" ||
+  echo "{\"error\": \"torch_cpu_bench\", \"log\": \"$(tail -c 300 "$work/tb.err" | tr '\n"' ' ')\"}"
+"$py" - "$work/ab.json" "$work/tb.json" "$th" <<'PY'
+import json, sys
+try:
+    a, t = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+except Exception as e:
+    sys.exit(print(json.dumps(dict(error=f"bench json: {e}"))))
+for k in ("gpt2_fwd_bwd_ms", "gpt_1layer_fwd_bwd_ms"):
+    print(json.dumps(dict(what=k, threads=int(sys.argv[3]), simd_target=a.get("simd_target"), alpha=round(a[k], 2),
+                          torch=round(t[k], 2), alpha_over_torch=round(a[k] / t[k], 3))))
+for m, n in zip(a["matmul"], t["matmul"]):
+    print(json.dumps(dict(what="matmul_gflops", name=m["name"], alpha=round(m["gflops"], 1), torch=round(n["gflops"], 1))))
+PY
+[ -n "${SKIP_KERNELS:-}" ] || ALPHA_NUM_THREADS=$th timeout 300 "$dir/alpha" bench cpu --kernels --json 2>&1 | "$py" -c "
+import json, sys
+try:
+    k = json.loads(sys.stdin.read())
+except Exception as e:
+    sys.exit(print(json.dumps(dict(error=f'kernels json: {e}'))))
+print(json.dumps(dict(what='peaks', threads=k['threads'], simd_target=k['simd_target'], mem_gbs=round(k['peak_mem_gbs'], 1),
+                      fma_gflops=round(k['peak_fma_gflops'], 1))))
+for r in k['kernels']:
+    print(json.dumps(dict(what='kernel', **{x: (round(v, 4) if isinstance(v, float) else v) for x, v in r.items()})))"
+rm -rf "$work"
