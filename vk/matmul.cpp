@@ -4,6 +4,7 @@
 // (stride 0); other broadcasts decline.
 //
 // Kernel choice (matmul_kernel): coopmat when the device has it and the operands are f16 (precision f16),
+// in a block tile chosen per shape (cm_tile; ALPHA_VK_CM_TILE forces one, `alpha bench gpu --tiles` sweeps them),
 // or when ALPHA_VK_MATMUL=coopmat asks for it on f32 operands (f16 rounding of the operands, like TF32);
 // else SIMT, with 64 x 64 tiles when 128 x 128 tiles would leave the GPU idle. ALPHA_VK_MATMUL=simt forces SIMT.
 // Split-K (matmul_splits): products with few output tiles and a long K (the weight gradients dW = dy^T x, K = B*T)
