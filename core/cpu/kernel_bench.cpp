@@ -20,18 +20,6 @@ namespace alpha::cpu {
 
 namespace {
 
-double median_ms(int reps, const std::function<void()>& fn) {
-  fn();  // warm-up: page faults, pool wake-up
-  std::vector<double> t;
-  for (int i = 0; i < reps; ++i) {
-    const auto t0 = std::chrono::steady_clock::now();
-    fn();
-    t.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-  }
-  std::nth_element(t.begin(), t.begin() + reps / 2, t.end());
-  return t[static_cast<size_t>(reps / 2)];
-}
-
 Tensor randn(const Shape& s, uint64_t seed) {
   Rng rng(seed);
   Tensor t = Tensor::empty(s, DType::f32);
@@ -42,12 +30,24 @@ Tensor randn(const Shape& s, uint64_t seed) {
 
 }  // namespace
 
+double median_ms(int warmup, int reps, const std::function<void()>& fn) {
+  for (int i = 0; i < warmup; ++i) fn();  // page faults, pool wake-up
+  std::vector<double> t;
+  for (int i = 0; i < reps; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    fn();
+    t.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::nth_element(t.begin(), t.begin() + reps / 2, t.end());
+  return t[static_cast<size_t>(reps / 2)];
+}
+
 CpuPeaks measure_peaks() {
   CpuPeaks pk;
   // Memory: a[i] = b[i] + 0.5 c[i] over 3 x 64 MiB (far past any cache), 12 bytes per element.
   const int64_t n = int64_t{16} << 20;
   std::vector<float> a(static_cast<size_t>(n)), b(static_cast<size_t>(n), 1.0f), c(static_cast<size_t>(n), 2.0f);
-  const double mem_ms = median_ms(5, [&] {
+  const double mem_ms = median_ms(1, 5, [&] {
     parallel_for(n, 1 << 16, [&](int64_t i0, int64_t i1) { simd::binary(0, b.data() + i0, c.data() + i0, a.data() + i0, i1 - i0); });
   });
   pk.mem_gbs = 12.0 * static_cast<double>(n) / (mem_ms * 1e6);
@@ -55,7 +55,7 @@ CpuPeaks measure_peaks() {
   const int threads = num_threads();
   std::vector<int64_t> flops(static_cast<size_t>(threads));
   std::vector<float> sink(static_cast<size_t>(threads));
-  const double fma_ms = median_ms(3, [&] {
+  const double fma_ms = median_ms(1, 3, [&] {
     parallel_for(threads, 1, [&](int64_t t0, int64_t t1) {
       for (int64_t t = t0; t < t1; ++t) sink[t] = simd::fma_chains(4'000'000, 1.0f + float(t), &flops[t]);
     });
@@ -107,9 +107,9 @@ std::vector<KernelRate> bench_kernels() {
   for (const Case& c : cases) {
     KernelRate r{c.name, c.shape};
     set_simd_enabled(true);
-    r.ms = median_ms(7, c.fn);
+    r.ms = median_ms(1, 7, c.fn);
     set_simd_enabled(false);
-    r.oracle_ms = median_ms(3, c.fn);
+    r.oracle_ms = median_ms(1, 3, c.fn);
     r.gbs = c.bytes / (r.ms * 1e6);
     r.gflops = c.flops / (r.ms * 1e6);
     out.push_back(r);
@@ -122,7 +122,7 @@ std::vector<KernelRate> bench_kernels() {
         g(static_cast<size_t>(n), 0.01f);
     const float c[8] = {0.999f, 0.9f, 0.1f, 0.99f, 0.01f, 0.5f, 1e-8f, -1e-3f};
     KernelRate r{"adamw (simd kernel)", "16M params"};
-    r.ms = median_ms(5, [&] {
+    r.ms = median_ms(1, 5, [&] {
       parallel_for(n, 1 << 14, [&](int64_t i0, int64_t i1) {
         simd::adamw(p.data() + i0, m.data() + i0, vv.data() + i0, g.data() + i0, i1 - i0, c, true);
       });

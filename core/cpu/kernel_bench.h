@@ -1,6 +1,7 @@
 // Per-kernel CPU rates for `alpha bench cpu`: each kernel's GB/s (bytes it must move) and GFLOP/s, next to this
 // CPU's measured peaks (a parallel triad for memory, independent FMA chains for compute) at the pool's threads.
 #pragma once
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,8 @@ struct CpuPeaks {
 };
 
 CpuPeaks measure_peaks();
+// Median wall-clock ms of fn over reps runs after `warmup` untimed ones (also `alpha bench cpu`'s timer).
+double median_ms(int warmup, int reps, const std::function<void()>& fn);
 std::vector<KernelRate> bench_kernels();  // GPT-2 small shapes at B=4, T=256
 
 }  // namespace alpha::cpu

@@ -8,19 +8,10 @@ import json, sys
 import torch
 import torch.nn.functional as F
 
+from torch_gemm import ms_of  # CUDA events, warm-up, median
+
 B, H, T, D = (int(x) for x in sys.argv[1:5]) if len(sys.argv) >= 5 else (8, 12, 1024, 64)
 L = int(sys.argv[5]) if len(sys.argv) >= 6 else 12
-
-
-def ms_of(fn, reps=20, warm=5):
-    for _ in range(warm):
-        fn()
-    ts = []
-    for _ in range(reps):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record(); fn(); b.record(); torch.cuda.synchronize()
-        ts.append(a.elapsed_time(b))
-    return sorted(ts)[len(ts) // 2]
 
 
 for name, dt in (("bf16", torch.bfloat16), ("fp16", torch.float16)):
@@ -31,8 +22,8 @@ for name, dt in (("bf16", torch.bfloat16), ("fp16", torch.float16)):
         o = F.scaled_dot_product_attention(q, k, v, is_causal=True)
         o.backward(g)
 
-    fwd = ms_of(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True))
-    both = ms_of(fwd_bwd)
+    fwd = ms_of(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True), reps=20, warm=5)
+    both = ms_of(fwd_bwd, reps=20, warm=5)
     # Causal FLOPs: forward 2 matmuls (QK^T, PV), backward 5 (recomputed S included), each half of T x T.
     flops = 4 * B * H * T * T * D / 2 * (1 + 2.5)
     print(json.dumps(dict(dtype=name, B=B, H=H, T=T, D=D, fwd_ms=round(fwd, 4), fwd_bwd_ms=round(both, 4),

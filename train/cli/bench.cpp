@@ -21,17 +21,7 @@ namespace alpha {
 
 namespace {
 
-double median_ms(int warmup, int reps, const std::function<void()>& fn) {
-  for (int i = 0; i < warmup; ++i) fn();
-  std::vector<double> t;
-  for (int i = 0; i < reps; ++i) {
-    const auto t0 = std::chrono::steady_clock::now();
-    fn();
-    t.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-  }
-  std::nth_element(t.begin(), t.begin() + reps / 2, t.end());
-  return t[static_cast<size_t>(reps / 2)];
-}
+using cpu::median_ms;
 
 Tensor randn(const Shape& s, Rng& rng) {
   Tensor t = Tensor::empty(s);
