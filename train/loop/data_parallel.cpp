@@ -1,5 +1,7 @@
 #include "loop/data_parallel.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "autograd/tape.h"
@@ -18,9 +20,6 @@ DataParallel::DataParallel(const Config& cfg, const GPT& model)
   ALPHA_CHECK(cfg.optim.device != "gpu", ConfigError,
               "[config] \"optim.device\" \"gpu\" does not run on several MPI ranks yet (the gradient all-reduce "
               "goes through the host): use optim.device cpu");
-  ALPHA_CHECK(cfg.model.precision != "f16", ConfigError,
-              "[config] \"model.precision\" \"f16\" does not run on several MPI ranks yet (its loss scaler would "
-              "need the ranks' overflow votes): use f32");
   if (cfg.model.dropout > 0) {  // one forward on a dummy batch counts the dropout draws of a micro-batch
     ag::NoGrad no_grad;
     Rng probe(0);
@@ -76,14 +75,18 @@ nlohmann::json DataParallel::rank_fields(double step_ms) {
   const std::vector<double> all = dist::World::allgather_f64(
       {step_ms, s.comm_ms, s.wait_ms, s.copy_ms, static_cast<double>(s.bytes)}, "metrics gather");
   nlohmann::json ranks = nlohmann::json::array();
+  double slowest_step = 0, slowest_allreduce = 0;
   for (int r = 0; r < size_; ++r) {
     const double* v = all.data() + 5 * r;
+    slowest_step = std::max(slowest_step, v[0]);
+    slowest_allreduce = std::max(slowest_allreduce, v[1]);
     ranks.push_back({{"rank", r}, {"step_ms", v[0]}, {"allreduce_ms", v[1]}, {"allreduce_wait_ms", v[2]},
                      {"grad_copy_ms", v[3]}, {"allreduce_bytes", static_cast<int64_t>(v[4])}});
   }
   // Top-level: this step's rank 0 figures (dash charts them); "ranks" holds everyone's.
   return {{"world_size", size_}, {"allreduce_ms", s.comm_ms}, {"allreduce_wait_ms", s.wait_ms},
-          {"grad_copy_ms", s.copy_ms}, {"allreduce_bytes", s.bytes}, {"ranks", ranks}};
+          {"grad_copy_ms", s.copy_ms}, {"allreduce_bytes", s.bytes}, {"max_rank_step_ms", slowest_step},
+          {"max_rank_allreduce_ms", slowest_allreduce}, {"ranks", ranks}};
 }
 
 std::string DataParallel::share_checkpoint(const std::string& path_on_leader) {
