@@ -180,6 +180,30 @@ void World::broadcast(std::string& data, const char* what) {
   check_mpi(MPI_Bcast(data.data(), static_cast<int>(n), MPI_CHAR, 0, MPI_COMM_WORLD), what);
 }
 
+namespace {
+int count_of(int64_t n, const char* what) {
+  if (n > std::numeric_limits<int>::max())
+    throw DistError(fmt::format("[dist] {}: {} floats is too many for one message", what, n));
+  return static_cast<int>(n);
+}
+}  // namespace
+
+void World::broadcast_f32(float* data, int64_t n, int root, const char* what) {
+  if (size() == 1 || n == 0) return;
+  Watch w(what);
+  check_mpi(MPI_Bcast(data, count_of(n, what), MPI_FLOAT, root, MPI_COMM_WORLD), what);
+}
+
+void World::send_f32(const float* data, int64_t n, int to, int tag, const char* what) {
+  Watch w(what);
+  check_mpi(MPI_Send(data, count_of(n, what), MPI_FLOAT, to, tag, MPI_COMM_WORLD), what);
+}
+
+void World::recv_f32(float* data, int64_t n, int from, int tag, const char* what) {
+  Watch w(what);
+  check_mpi(MPI_Recv(data, count_of(n, what), MPI_FLOAT, from, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE), what);
+}
+
 int64_t allreduce_sum_f32(float* data, int64_t n, const char* what) {
   const int N = World::size();
   if (N == 1 || n == 0) return 0;

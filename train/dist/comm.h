@@ -45,6 +45,10 @@ class World {
   static std::vector<double> allgather_f64(const std::vector<double>& v, const char* what);
   // Rank 0's bytes to every rank (`data` is resized on the others).
   static void broadcast(std::string& data, const char* what);
+  // ZeRO-1 (optim.zero): an owner's floats to every rank, and point-to-point (a checkpoint's AdamW state to rank 0).
+  static void broadcast_f32(float* data, int64_t n, int root, const char* what);
+  static void send_f32(const float* data, int64_t n, int to, int tag, const char* what);
+  static void recv_f32(float* data, int64_t n, int from, int tag, const char* what);
   // The abort-on-timeout guard around one blocking MPI call; nestable from any thread.
   class Watch {
    public:

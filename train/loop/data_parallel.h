@@ -6,6 +6,10 @@
 // Gradients are seeded 1 / (N A) and summed in rank order by dist::GradReducer, so the update is the single
 // process's up to float summation order (bit-equal for A = 1). Model and AdamW state are full on every rank
 // (so a checkpoint does not depend on N); rank 0 alone writes checkpoints and metrics.
+// optim.zero 1 (ZeRO-1): each parameter's AdamW state (m, v) lives only on its owner rank (parameters dealt
+// out largest first to the least-loaded rank), which updates the parameter and broadcasts it (the all-gather of
+// the parameters). The arithmetic is the unsharded update's, so the bits are too; a save gathers m and v on
+// rank 0, so checkpoints stay whole and independent of N and of optim.zero.
 // With one rank (no mpirun) every call is a no-op and the loop is exactly the single-process loop.
 #pragma once
 #include <cstdint>
@@ -20,6 +24,7 @@
 #include "data/data.h"
 #include "dist/grad_reducer.h"
 #include "model/gpt.h"
+#include "optim/adamw.h"
 
 namespace alpha {
 
@@ -51,12 +56,27 @@ class DataParallel {
   // Rank 0's checkpoint path to every rank, once its file is complete (a barrier after the save).
   std::string share_checkpoint(const std::string& path_on_leader);
 
+  // ZeRO-1 (no-ops unless optim.zero is 1 on several ranks).
+  bool zero() const { return zero_; }
+  void shard_optimizer(AdamW& opt);  // drops m, v of the parameters this rank does not own
+  // Gives m, v back their storage (zeros) so a checkpoint can be restored into them; for_save: only rank 0,
+  // which receives every owner's m, v instead (the others send theirs).
+  void unshard_optimizer(AdamW& opt, bool for_save);
+  void before_step(const std::vector<Tensor>& params);  // grads of parameters owned elsewhere dropped: AdamW skips them
+  void after_step(const std::vector<Tensor>& params);   // each owner broadcasts its updated parameters
+  int64_t adamw_state_bytes() const { return held_bytes_; }  // m + v this rank holds
+  int64_t adamw_state_bytes_unsharded() const { return full_bytes_; }
+
  private:
   int rank_ = 0, size_ = 1;
   int64_t accum_ = 1, batch_ = 1, block_ = 1;
   uint64_t dropout_per_micro_ = 0;  // dropout stream positions one micro-batch's forward takes
   RngState dropout_start_;
   std::unique_ptr<dist::GradReducer> reducer_;
+  bool zero_ = false;
+  std::vector<int> owner_;  // ZeRO-1: the rank that holds each parameter's m, v
+  int64_t held_bytes_ = 0, full_bytes_ = 0;
+  double zero_ms_ = 0;      // this step's parameter broadcasts
 };
 
 }  // namespace alpha

@@ -250,6 +250,11 @@ TrainingRun::TrainingRun(const Config& cfg, const TrainOptions& opt, Clock::time
           : std::make_unique<AdamW>(model_->parameters(), adamw_opts);
   gpu_optimizer_ = dynamic_cast<vk::GpuAdamW*>(optimizer_owner_.get());
   dp_.emplace(cfg, *model_);
+  dp_->shard_optimizer(*optimizer_owner_);
+  if (dp_->zero())
+    progress_.message(fmt::format("optim.zero 1: AdamW state {:.1f} MB on this rank instead of {:.1f} MB",
+                                  static_cast<double>(dp_->adamw_state_bytes()) / 1e6,
+                                  static_cast<double>(dp_->adamw_state_bytes_unsharded()) / 1e6));
   if (dp_->active()) progress_.message(fmt::format("data parallel: {} ranks of {} micro-batches each", dp_->size(),
                                                    cfg.train.grad_accum));
   if (mc_.f16) scaler_ = std::make_unique<LossScaler>();
@@ -267,7 +272,9 @@ void TrainingRun::start(const std::string& resume_path) {
     ALPHA_CHECK(ck.state.step < cfg_.train.max_steps, ConfigError,
                 "[config] \"train.max_steps\" is {} but the checkpoint \"{}\" is already at step {}: nothing to resume",
                 cfg_.train.max_steps, resume_path, ck.state.step);
+    dp_->unshard_optimizer(*optimizer_owner_, /*for_save=*/false);
     restore_run(ck, *model_, optimizer_owner_.get());
+    dp_->shard_optimizer(*optimizer_owner_);
     st_ = ck.state;
     for (auto [rng, s] : {std::pair{&init_rng_, st_.init}, {&data_rng_, st_.data}, {&dropout_rng_, st_.dropout},
                           {&eval_rng_, st_.eval}, {&sample_rng_, st_.sample}})
@@ -403,7 +410,9 @@ void TrainingRun::update(StepOutcome& s, int64_t step) {
     // A non-finite loss or grad norm (or a spike with spike_action skip) vetoes the update.
     s.verdict = guard_->check_update(step + 1, mean_loss(s), s.grad_norm, have_checkpoint);
     if (!s.verdict.bad()) {
+      dp_->before_step(params_);  // ZeRO-1: this rank updates the parameters it owns
       optimizer.step(s.lr);
+      dp_->after_step(params_);   // ... and every owner broadcasts its own
       faults_.poison_params(step + 1, params_);  // test hook: a "bad update"
       GuardVerdict pv = guard_->check_params(step + 1, model_->named_parameters(), have_checkpoint);
       if (pv.bad()) s.verdict = pv;
@@ -473,7 +482,9 @@ void TrainingRun::save_checkpoint() {
   st_.eval = eval_rng_.state();
   st_.sample = sample_rng_.state();
   std::string path;
+  dp_->unshard_optimizer(*optimizer_owner_, /*for_save=*/true);  // ZeRO-1: rank 0 gathers m, v
   if (dp_->leader()) path = save_run_checkpoint(cfg_, data_.tokenizer(), *model_, *optimizer_owner_, st_);
+  dp_->shard_optimizer(*optimizer_owner_);
   result_.checkpoint = dp_->share_checkpoint(path);  // the other ranks wait until the file is complete
   metrics_.write("checkpoint", {{"step", st_.step}, {"path", result_.checkpoint}});
 }
@@ -494,7 +505,9 @@ std::string TrainingRun::find_origin(Rng d, Rng dr) {
 // they are, so the batches since that checkpoint (the offending one included) are skipped. Returns its step.
 int64_t TrainingRun::rollback() {
   const RunCheckpoint ck = load_run_checkpoint(result_.checkpoint);
+  dp_->unshard_optimizer(*optimizer_owner_, /*for_save=*/false);
   restore_run(ck, *model_, optimizer_owner_.get());
+  dp_->shard_optimizer(*optimizer_owner_);
   st_ = ck.state;
   for (auto [rng, s] : {std::pair{&init_rng_, st_.init}, {&eval_rng_, st_.eval}, {&sample_rng_, st_.sample}})
     rng->set_state(s);

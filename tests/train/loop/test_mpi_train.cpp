@@ -172,3 +172,24 @@ TEST_CASE("a rank that hangs: the others' watchdog ends the job non-zero") {
   CHECK(r.seconds < 40);
   CHECK(log_of(dir.path, "run").find("waited more than 3 s") != std::string::npos);
 }
+
+TEST_CASE("optim.zero 1: the same bits as unsharded AdamW, whole checkpoints, half the AdamW state per rank") {
+  TempDir dir("alpha_mpi_zero");
+  REQUIRE(train(dir.path, "plain", 2, "--set train.max_steps=20").status == 0);
+  const Run z = train(dir.path, "zero", 2, "--set train.max_steps=20 --set optim.zero=1");
+  REQUIRE_MESSAGE(z.status == 0, log_of(dir.path, "zero"));
+  CHECK(records(dir.path / "zero/metrics.jsonl", "step", "loss") ==
+        records(dir.path / "plain/metrics.jsonl", "step", "loss"));
+  check_same_tensors(ckpt(dir.path / "plain", 20), ckpt(dir.path / "zero", 20));  // params, m, v: rank 0 gathered
+  const auto last = of_type(dir.path / "zero/metrics.jsonl", "step").back();
+  const int64_t held0 = last["ranks"][0]["adamw_state_bytes"], held1 = last["ranks"][1]["adamw_state_bytes"];
+  const int64_t full = of_type(dir.path / "plain/metrics.jsonl", "step").back()["ranks"][0]["adamw_state_bytes"];
+  MESSAGE("AdamW state per rank: " << held0 << " and " << held1 << " bytes instead of " << full);
+  CHECK(held0 + held1 == full);
+  CHECK(held0 < full * 6 / 10);
+  CHECK(held1 < full * 6 / 10);
+  // Resume a sharded run from its step-10 checkpoint: the same as straight through (re-sharded on load).
+  const std::string from10 = (dir.path / "zero" / checkpoint_file_name(10)).string();
+  REQUIRE(train(dir.path, "zero", 2, "--set train.max_steps=20 --set optim.zero=1 --resume " + from10).status == 0);
+  check_same_tensors(ckpt(dir.path / "plain", 20), ckpt(dir.path / "zero", 20));
+}
