@@ -40,12 +40,17 @@ GradReducer::GradReducer(std::vector<Tensor> params, int64_t bucket_bytes) : par
 }
 
 GradReducer::~GradReducer() {
+  bool busy = false;
   {
     std::lock_guard lock(mu_);
     stop_ = true;
+    busy = busy_;
   }
   cv_.notify_all();
-  thread_.join();
+  // An error unwound the step while the thread waits in a collective the other ranks will never join: joining
+  // would hang this rank before main's MPI_Abort ends the job, so the thread is left to die with the process.
+  if (busy) thread_.detach();
+  else thread_.join();
 }
 
 void GradReducer::on_ready(const Tensor& leaf) {
@@ -84,6 +89,7 @@ void GradReducer::comm_loop() {
     cv_.wait(lock, [&] { return stop_ || (done_ < buckets_.size() && packed_[done_]); });
     if (stop_) return;
     const Bucket& b = buckets_[done_];
+    busy_ = true;
     lock.unlock();
     const auto t0 = Clock::now();
     int64_t bytes = 0;
@@ -95,6 +101,7 @@ void GradReducer::comm_loop() {
     }
     const double ms = ms_since(t0);
     lock.lock();
+    busy_ = false;
     stats_.comm_ms += ms;
     stats_.bytes += bytes;
     if (err && !error_) error_ = err;

@@ -63,6 +63,7 @@ class GradReducer {
   std::vector<bool> packed_;  // bucket handed to the thread this step
   size_t done_ = 0;           // buckets [0, done_) summed this step (the thread goes in index order)
   bool stop_ = false;
+  bool busy_ = false;         // the thread is inside a collective
   std::exception_ptr error_;
   std::thread thread_;
 };
