@@ -56,13 +56,22 @@ Tensor record(const char* op, Tensor out, std::vector<Tensor> inputs, BackwardFn
   return out;
 }
 
-void backward(const Tensor& loss, double seed_value) {
+void backward(const Tensor& loss, double seed_value) { backward(loss, seed_value, LeafReadyFn{}); }
+
+void backward(const Tensor& loss, double seed_value, const LeafReadyFn& on_leaf_ready) {
   ALPHA_CHECK(loss.defined() && loss.numel() == 1, ShapeError, "[backward] loss must have one element, got {}",
               loss.defined() ? loss.str() : "undefined");
   ALPHA_CHECK(loss.requires_grad(), ValueError, "[backward] loss does not require grad (nothing was recorded)");
   std::vector<Node> tape;
   tape.swap(t_tape);  // the tape is consumed even if a backward closure throws
   NoGrad no_grad;     // backward closures use plain ops; nothing they do is recorded
+  // Each leaf's last use in the walk (the lowest tape index that takes it as an input).
+  std::unordered_map<const void*, size_t> last_use;
+  if (on_leaf_ready) {
+    for (size_t i = 0; i < tape.size(); ++i)
+      for (const Tensor& in : tape[i].inputs)
+        if (in.defined() && in.requires_grad() && in.is_leaf()) last_use.try_emplace(in.impl(), i);
+  }
   Tensor seed = Tensor::full(loss.shape(), seed_value, loss.dtype());
   Tensor root = loss;
   accumulate(root, seed);
@@ -78,6 +87,15 @@ void backward(const Tensor& loss, double seed_value) {
       if (!in.defined() || !in.requires_grad() || !grads[k].defined()) continue;
       if (detail::hooks_active()) detail::on_backward(n.op, static_cast<int64_t>(i), k, grads[k]);
       accumulate(in, std::move(grads[k]));
+    }
+    if (on_leaf_ready) {
+      for (const Tensor& in : n.inputs) {
+        auto it = in.defined() ? last_use.find(in.impl()) : last_use.end();
+        if (it != last_use.end() && it->second == i) {
+          last_use.erase(it);  // an input listed twice on one node is reported once
+          on_leaf_ready(in);
+        }
+      }
     }
     if (!n.out.is_leaf()) n.out.set_grad(Tensor());  // intermediate grads are not kept: frees memory
     tape[i] = Node{};  // drop saved activations as soon as they are used

@@ -36,6 +36,11 @@ Tensor record(const char* op, Tensor out, std::vector<Tensor> inputs, BackwardFn
 // Leaf tensors that require grad end with .grad() set (accumulated if it was already set).
 void backward(const Tensor& loss, double seed = 1.0);
 
+// Called once per leaf (parameter) as soon as its gradient is final for this backward: no node left on the
+// tape uses it. Data-parallel training starts a bucket's all-reduce there while earlier layers still run.
+using LeafReadyFn = std::function<void(const Tensor& leaf)>;
+void backward(const Tensor& loss, double seed, const LeafReadyFn& on_leaf_ready);
+
 size_t tape_size();
 void clear_tape();  // drop recorded ops without running them (e.g. after an eval forward with grad on)
 

@@ -96,7 +96,7 @@ Device::Device(DeviceOptions opts) {
   const int env_index = env_device_index();
   try {
     create_instance(validation_);
-    pick_physical(env_index >= 0 ? env_index : opts.index, opts.allow_cpu);
+    pick_physical(env_index >= 0 ? env_index : opts.index, opts.allow_cpu, opts.local_rank);
     create_device();
   } catch (...) {
     release();  // the destructor does not run for a constructor that throws
@@ -173,7 +173,7 @@ void Device::create_instance(bool validation) {
   }
 }
 
-void Device::pick_physical(int index, bool allow_cpu) {
+void Device::pick_physical(int index, bool allow_cpu, int local_rank) {
   const auto devs = enumerate(instance_);
   if (devs.empty())
     throw NoDeviceError("[vk] no Vulkan device found (no driver? CI uses lavapipe: "
@@ -193,6 +193,14 @@ void Device::pick_physical(int index, bool allow_cpu) {
       if (p.apiVersion < VK_API_VERSION_1_2) continue;
       if (r > best_rank) best_rank = r, index_ = static_cast<int>(i);
     }
+    // Several ranks on one host: rank k takes the k-th device of the best type (wrapping: ranks share GPUs).
+    std::vector<int> best;
+    for (size_t i = 0; i < devs.size() && index_ >= 0; ++i) {
+      VkPhysicalDeviceProperties p;
+      vkGetPhysicalDeviceProperties(devs[i], &p);
+      if (type_rank(p.deviceType) == best_rank && p.apiVersion >= VK_API_VERSION_1_2) best.push_back(static_cast<int>(i));
+    }
+    if (!best.empty()) index_ = best[static_cast<size_t>(local_rank) % best.size()];
     if (index_ < 0)
       throw NoDeviceError(fmt::format("[vk] no usable Vulkan GPU among {} device(s) (a CPU device such as lavapipe "
                                       "is used only when asked for: device vulkan:N or allow_cpu)", devs.size()),

@@ -19,6 +19,7 @@ struct DeviceOptions {
   int index = -1;          // -1: choose by type
   bool allow_cpu = false;  // accept a CPU implementation (lavapipe) when choosing by type
   bool validation = false; // VK_LAYER_KHRONOS_validation + a messenger that counts errors
+  int local_rank = 0;      // choosing by type: the (local_rank mod count)-th device of the best type (MPI ranks)
 };
 
 struct DeviceFeatures {
@@ -80,7 +81,7 @@ class Device {
 
  private:
   void create_instance(bool validation);
-  void pick_physical(int index, bool allow_cpu);
+  void pick_physical(int index, bool allow_cpu, int local_rank);
   void create_device();
   void release();
 

@@ -14,6 +14,7 @@
 #include "metrics/dash.h"
 #include "data/data.h"
 #include "loop/trainer.h"
+#include "dist/comm.h"
 #include "vk/check.h"
 
 namespace alpha {
@@ -118,6 +119,7 @@ int cmd_train(const std::vector<std::string>& args) {
   for (const std::string& o : overrides)
     ALPHA_CHECK(o.find('=') != std::string::npos, UsageError, "[cli] --set \"{}\" is not key=value", o);
   const Config cfg = load_config(config_path, overrides);
+  if (dist::World::rank() != 0) opt.quiet = true, opt.json_stdout = false;  // MPI: rank 0 speaks for the run
   if (!opt.quiet) std::fprintf(stderr, "config (resolved):\n%s\n", config_to_json(cfg).dump(2).c_str());
   const TrainResult r = run_training(cfg, opt);
   if (!opt.quiet) {

@@ -449,6 +449,7 @@ Config parse_config(const json& j) {
   o.grad_clip = get_double(j, "optim.grad_clip", d.optim.grad_clip, {0, false}, {kInf, true});
   o.device = get_string(j, "optim.device", d.optim.device);
   check_choice("optim.device", o.device, {"cpu", "gpu"});
+  o.zero = get_int(j, "optim.zero", d.optim.zero, 0, 1);
 
   c.checkpoint.interval = get_int(j, "checkpoint.interval", d.checkpoint.interval, 1, kMaxCount);
   c.checkpoint.keep_last = get_int(j, "checkpoint.keep_last", d.checkpoint.keep_last, 1, kMaxCount);
@@ -568,7 +569,7 @@ json config_to_json(const Config& c) {
        {{"lr", o.lr}, {"min_lr", o.min_lr}, {"warmup_steps", o.warmup_steps}, {"schedule", o.schedule},
         {"decay_steps", o.decay_steps}, {"wsd_decay_fraction", o.wsd_decay_fraction},
         {"weight_decay", o.weight_decay}, {"beta1", o.beta1}, {"beta2", o.beta2}, {"eps", o.eps},
-        {"grad_clip", o.grad_clip}, {"device", o.device}}},
+        {"grad_clip", o.grad_clip}, {"device", o.device}, {"zero", o.zero}}},
       {"checkpoint", {{"interval", c.checkpoint.interval}, {"keep_last", c.checkpoint.keep_last}}},
       {"metrics", {{"path", c.metrics.path}, {"profile", c.metrics.profile}, {"peak_tflops", c.metrics.peak_tflops},
                    {"http", {{"url", c.metrics.http.url}, {"token_env", c.metrics.http.token_env},

@@ -51,6 +51,7 @@ struct OptimConfig {
   double wsd_decay_fraction = 0.2, weight_decay = 0.1, beta1 = 0.9, beta2 = 0.99, eps = 1e-8;
   double grad_clip = 1.0;  // max global gradient norm; 0 = off
   std::string device = "cpu";  // where AdamW runs: cpu (the reference) | gpu (vk::GpuAdamW; needs a GPU device)
+  int64_t zero = 0;  // 1: ZeRO-1, the AdamW state sharded over MPI ranks (loop/data_parallel.h)
   bool operator==(const OptimConfig&) const = default;
 };
 

@@ -127,4 +127,10 @@ std::pair<Tensor, Tensor> TextData::batch(bool val, int64_t B, int64_t T, Rng& r
   return {x, y};
 }
 
+void TextData::skip(bool val, int64_t B, int64_t T, Rng& rng, int64_t count) const {
+  const int64_t n = split_size(val);
+  ALPHA_CHECK(n >= T + 1, DataError, "[data] split of {} tokens is shorter than block_size + 1 = {}", n, T + 1);
+  for (int64_t i = 0; i < count * B; ++i) rng.below(static_cast<uint64_t>(n - T));
+}
+
 }  // namespace alpha

@@ -46,6 +46,9 @@ class TextData {
   int32_t token(bool val, int64_t i) const;
   // x, y: i32 (B, T). Advances rng by B draws.
   std::pair<Tensor, Tensor> batch(bool val, int64_t B, int64_t T, Rng& rng) const;
+  // Advances rng exactly as `count` batch() calls would, without reading tokens: a data-parallel rank steps
+  // over the other ranks' micro-batches of the global batch (the stream stays the same on every rank).
+  void skip(bool val, int64_t B, int64_t T, Rng& rng, int64_t count) const;
 
  private:
   std::shared_ptr<Tokenizer> tokenizer_;

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "loop/calibrate.h"
+#include "dist/comm.h"
 #include "vk/backend.h"
 #include "vk/check.h"
 
@@ -33,6 +34,7 @@ DeviceScope::DeviceScope(const std::string& config_device, int64_t threshold, in
   } else {
     throw ValueError(fmt::format("[device] \"{}\" is not cpu, auto, vulkan or vulkan:N", spec));
   }
+  opts.device.local_rank = dist::World::local_rank();  // MPI ranks on one host spread over its GPUs
   opts.device.validation = std::getenv("ALPHA_VK_VALIDATION") && std::string(std::getenv("ALPHA_VK_VALIDATION")) != "0";
   try {
     auto be = std::make_unique<vk::VulkanBackend>(opts);

@@ -18,6 +18,9 @@
 #include "optim/loss_scale.h"
 #include "optim/schedule.h"
 #include "data/data.h"
+#include "dist/comm.h"
+#include "dist/fault.h"
+#include "loop/data_parallel.h"
 #include "loop/device.h"
 #include "model/gpt.h"
 #include "loop/guard.h"
@@ -135,8 +138,9 @@ int64_t model_vocab_size(const Config& cfg, const TextData& data) {
 
 // Finds the resume checkpoint (if any), then creates out_dir and writes the resolved config.json. A resume
 // target must exist before anything is written to out_dir: never a silent fresh start.
-std::string prepare_out_dir(const Config& cfg, const TrainOptions& opt) {
+std::string prepare_out_dir(const Config& cfg, const TrainOptions& opt, bool leader) {
   const std::string resume_path = opt.resume.empty() ? "" : find_resume_checkpoint(cfg.out_dir, opt.resume);
+  if (!leader) return resume_path;  // MPI: rank 0 alone writes into out_dir
   std::filesystem::create_directories(cfg.out_dir);
   nlohmann::json resolved = config_to_json(cfg);
   std::ofstream(std::filesystem::path(cfg.out_dir) / "config.json") << resolved.dump(2) << "\n";
@@ -163,6 +167,7 @@ struct StepOutcome {
   double loss_sum = 0;   // summed over the micro-batches
   double grad_norm = 0;
   bool overflow = false;  // f16: the loss scale overflowed; the update was skipped (not a guard bad step)
+  bool stop = false;      // a stop signal, agreed over the ranks (MPI) so that they all stop at this step
   GuardVerdict verdict;
 };
 
@@ -189,7 +194,8 @@ class TrainingRun {
   void save_checkpoint();
   std::string find_origin(Rng d, Rng dr);
   int64_t rollback();
-  double mean_loss(const StepOutcome& s) const { return s.loss_sum / static_cast<double>(cfg_.train.grad_accum); }
+  // Over every micro-batch of the step, all ranks together (N x grad_accum).
+  double mean_loss(const StepOutcome& s) const { return s.loss_sum / static_cast<double>(dp_->global_micro_steps()); }
 
   const Config& cfg_;
   const TrainOptions& opt_;
@@ -215,6 +221,7 @@ class TrainingRun {
   std::vector<Tensor> params_;
   BackendCounters backend_prev_;
   std::optional<StopSignalScope> signals_;
+  std::optional<DataParallel> dp_;  // mpirun: this rank's share of each step (loop/data_parallel.h)
 };
 
 GPTConfig gpt_config(const ModelConfig& m, int64_t vocab_size) {
@@ -242,6 +249,14 @@ TrainingRun::TrainingRun(const Config& cfg, const TrainOptions& opt, Clock::time
                                            adamw_opts)
           : std::make_unique<AdamW>(model_->parameters(), adamw_opts);
   gpu_optimizer_ = dynamic_cast<vk::GpuAdamW*>(optimizer_owner_.get());
+  dp_.emplace(cfg, *model_);
+  dp_->shard_optimizer(*optimizer_owner_);
+  if (dp_->zero())
+    progress_.message(fmt::format("optim.zero 1: AdamW state {:.1f} MB on this rank instead of {:.1f} MB",
+                                  static_cast<double>(dp_->adamw_state_bytes()) / 1e6,
+                                  static_cast<double>(dp_->adamw_state_bytes_unsharded()) / 1e6));
+  if (dp_->active()) progress_.message(fmt::format("data parallel: {} ranks of {} micro-batches each", dp_->size(),
+                                                   cfg.train.grad_accum));
   if (mc_.f16) scaler_ = std::make_unique<LossScaler>();
   sched_ = schedule_from_config(cfg);
 }
@@ -257,7 +272,9 @@ void TrainingRun::start(const std::string& resume_path) {
     ALPHA_CHECK(ck.state.step < cfg_.train.max_steps, ConfigError,
                 "[config] \"train.max_steps\" is {} but the checkpoint \"{}\" is already at step {}: nothing to resume",
                 cfg_.train.max_steps, resume_path, ck.state.step);
+    dp_->unshard_optimizer(*optimizer_owner_, /*for_save=*/false);
     restore_run(ck, *model_, optimizer_owner_.get());
+    dp_->shard_optimizer(*optimizer_owner_);
     st_ = ck.state;
     for (auto [rng, s] : {std::pair{&init_rng_, st_.init}, {&data_rng_, st_.data}, {&dropout_rng_, st_.dropout},
                           {&eval_rng_, st_.eval}, {&sample_rng_, st_.sample}})
@@ -286,7 +303,7 @@ void TrainingRun::start(const std::string& resume_path) {
 
 void TrainingRun::train() {
   signals_.emplace();
-  tokens_per_step_ = cfg_.train.batch_size * cfg_.model.block_size * cfg_.train.grad_accum;
+  tokens_per_step_ = cfg_.train.batch_size * cfg_.model.block_size * dp_->global_micro_steps();
   flops_per_step_ = model_->flops_per_token(cfg_.model.block_size) * static_cast<double>(tokens_per_step_);
   params_ = model_->parameters();
   backend_prev_ = backend_counters_now();
@@ -295,6 +312,7 @@ void TrainingRun::train() {
     s.started = Clock::now();
     s.lr = lr_at(sched_, step) * guard_->lr_scale();  // lowered by rollbacks (guard.rollback_lr_factor)
     faults_.begin_step(step + 1);
+    dist::inject_fault_at_step(step + 1);  // test hook: ALPHA_DIST_INJECT
     const Rng data_before = data_rng_, dropout_before = dropout_rng_;  // for find_origin
     forward_backward(s);
     update(s, step);
@@ -320,7 +338,7 @@ void TrainingRun::train() {
     if (done % cfg_.train.eval_interval == 0 || done == cfg_.train.max_steps) evaluate(done);
     result_.steps = done;
     if (opt_.after_step) opt_.after_step(done);
-    const bool stop = g_stop_signal != 0;
+    const bool stop = dp_->active() ? s.stop : g_stop_signal != 0;
     // No interval checkpoint right after a skipped update: the streak may not be over.
     if ((done % cfg_.checkpoint.interval == 0 && !s.verdict.bad()) || done == cfg_.train.max_steps || stop)
       save_checkpoint();
@@ -342,15 +360,23 @@ Tensor TrainingRun::next_batch_loss(Rng& data_rng, Rng& dropout_rng) {
 }
 
 // Forward and backward over grad_accum micro-batches: the parameters' grads hold the step's mean gradient.
+// MPI: this rank's grad_accum micro-batches of the N x grad_accum, then the sum of the ranks' gradients.
 void TrainingRun::forward_backward(StepOutcome& s) {
+  dp_->begin_step(data_, data_rng_, dropout_rng_);
   for (int64_t micro = 0; micro < cfg_.train.grad_accum; ++micro) {
     Tensor loss = next_batch_loss(data_rng_, dropout_rng_);
     if (gpu_optimizer_) gpu_optimizer_->add_loss(loss, micro == 0);  // summed on the GPU, read once in update
     else s.loss_sum += loss.item();
     // The seed 1/grad_accum gives the grads of scale(loss, 1/grad_accum) without reading a GPU loss back.
     // f16: times the loss scale, so small f16 gradients stay representable.
-    ag::backward(loss, (scaler_ ? scaler_->scale() : 1.0) / static_cast<double>(cfg_.train.grad_accum));
+    // MPI: the last backward hands finished gradient buckets to the all-reduce while it goes on.
+    ag::backward(loss, (scaler_ ? scaler_->scale() : 1.0) / static_cast<double>(dp_->global_micro_steps()),
+                 micro + 1 == cfg_.train.grad_accum ? dp_->grad_hook() : ag::LeafReadyFn{});
   }
+  dp_->end_step(data_, data_rng_, dropout_rng_);
+  dp_->reduce_grads();
+  s.stop = g_stop_signal != 0;
+  s.loss_sum = dp_->reduce_loss(s.loss_sum, s.stop);
 }
 
 // Unscale (f16), clip, AdamW, and the numerics guard's verdict on the step (s.verdict).
@@ -384,7 +410,9 @@ void TrainingRun::update(StepOutcome& s, int64_t step) {
     // A non-finite loss or grad norm (or a spike with spike_action skip) vetoes the update.
     s.verdict = guard_->check_update(step + 1, mean_loss(s), s.grad_norm, have_checkpoint);
     if (!s.verdict.bad()) {
+      dp_->before_step(params_);  // ZeRO-1: this rank updates the parameters it owns
       optimizer.step(s.lr);
+      dp_->after_step(params_);   // ... and every owner broadcasts its own
       faults_.poison_params(step + 1, params_);  // test hook: a "bad update"
       GuardVerdict pv = guard_->check_params(step + 1, model_->named_parameters(), have_checkpoint);
       if (pv.bad()) s.verdict = pv;
@@ -422,6 +450,7 @@ void TrainingRun::log_step(const StepOutcome& s, int64_t done) {
     }
     const BackendCounters now = backend_counters_now();
     rec.update(backend_view_fields(now - backend_prev_));  // ops per device, flushes, bytes since last record
+    rec.update(dp_->rank_fields(step_s * 1e3));  // MPI: every rank's step and all-reduce figures (collective)
     backend_prev_ = now;
     metrics_.write("step", rec);
   }
@@ -452,7 +481,11 @@ void TrainingRun::save_checkpoint() {
   st_.dropout = dropout_rng_.state();
   st_.eval = eval_rng_.state();
   st_.sample = sample_rng_.state();
-  result_.checkpoint = save_run_checkpoint(cfg_, data_.tokenizer(), *model_, *optimizer_owner_, st_);
+  std::string path;
+  dp_->unshard_optimizer(*optimizer_owner_, /*for_save=*/true);  // ZeRO-1: rank 0 gathers m, v
+  if (dp_->leader()) path = save_run_checkpoint(cfg_, data_.tokenizer(), *model_, *optimizer_owner_, st_);
+  dp_->shard_optimizer(*optimizer_owner_);
+  result_.checkpoint = dp_->share_checkpoint(path);  // the other ranks wait until the file is complete
   metrics_.write("checkpoint", {{"step", st_.step}, {"path", result_.checkpoint}});
 }
 
@@ -472,7 +505,9 @@ std::string TrainingRun::find_origin(Rng d, Rng dr) {
 // they are, so the batches since that checkpoint (the offending one included) are skipped. Returns its step.
 int64_t TrainingRun::rollback() {
   const RunCheckpoint ck = load_run_checkpoint(result_.checkpoint);
+  dp_->unshard_optimizer(*optimizer_owner_, /*for_save=*/false);
   restore_run(ck, *model_, optimizer_owner_.get());
+  dp_->shard_optimizer(*optimizer_owner_);
   st_ = ck.state;
   for (auto [rng, s] : {std::pair{&init_rng_, st_.init}, {&eval_rng_, st_.eval}, {&sample_rng_, st_.sample}})
     rng->set_state(s);
@@ -481,7 +516,7 @@ int64_t TrainingRun::rollback() {
 
 TrainResult TrainingRun::finish() {
   if (result_.interrupted || result_.numerics_stop) return result_;
-  if (cfg_.train.sample_tokens > 0) {
+  if (cfg_.train.sample_tokens > 0 && dp_->leader()) {
     SampleOptions so;
     so.max_new_tokens = cfg_.train.sample_tokens;
     so.temperature = 0.8;
@@ -503,15 +538,18 @@ TrainResult TrainingRun::finish() {
 TrainResult run_training(const Config& cfg, const TrainOptions& opt) {
   refuse_unimplemented(cfg);
   const auto t0 = Clock::now();
-  Progress progress(cfg.train.max_steps, opt.quiet);
+  const bool leader = dist::World::rank() == 0;  // MPI: rank 0 alone writes files and prints
+  Progress progress(cfg.train.max_steps, opt.quiet || !leader);
   DeviceScope device(cfg.device, cfg.dispatch.threshold, cfg.dispatch.matmul_threshold, cfg.metrics.profile,
                      cfg.dispatch.profile);
   check_device(cfg, device, progress);
   TextData data = load_data(cfg);
   const int64_t V = model_vocab_size(cfg, data);
-  const std::string resume_path = prepare_out_dir(cfg, opt);
-  MetricsWriter metrics(resolve(cfg.out_dir, cfg.metrics.path), opt.json_stdout);
-  attach_http_sink(cfg, metrics);
+  const std::string resume_path = prepare_out_dir(cfg, opt, leader);
+  auto metrics_owner = leader ? std::make_unique<MetricsWriter>(resolve(cfg.out_dir, cfg.metrics.path), opt.json_stdout)
+                              : std::make_unique<MetricsWriter>();  // writes nowhere
+  MetricsWriter& metrics = *metrics_owner;
+  if (leader) attach_http_sink(cfg, metrics);
 
   TrainingRun run(cfg, opt, t0, progress, device, data, metrics, V);
   run.start(resume_path);

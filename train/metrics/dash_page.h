@@ -46,6 +46,10 @@ const CHARTS = [
   {id: "lr", title: "learning rate", series: [{label: "lr", type: "step", key: "lr"}]},
   {id: "grad_norm", title: "grad norm", note: "before clipping", series: [{label: "grad norm", type: "step", key: "grad_norm"}]},
   {id: "tokens_per_sec", title: "tokens / s", series: [{label: "tok/s", type: "step", key: "tokens_per_sec"}]},
+  {id: "step_ms", title: "ms per step", note: "MPI runs: slowest rank, rank 0's all-reduce (dashed: not hidden by backward)",
+   series: [{label: "step", type: "step", key: "step_ms"}, {label: "slowest rank", type: "step", key: "max_rank_step_ms"},
+            {label: "all-reduce", type: "step", key: "allreduce_ms"},
+            {label: "all-reduce exposed", type: "step", key: "allreduce_wait_ms", dash: true}]},
 ];
 const params = new URLSearchParams(location.search);
 const POLL_MS = Math.max(50, Number(params.get("poll")) || 1000);

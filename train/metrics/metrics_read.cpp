@@ -56,7 +56,12 @@ const std::vector<Field>* fields_of(std::string_view type) {
                                           {"tokens_per_sec", Kind::Number, kReq}, {"step_ms", Kind::Number, kReq},
                                           {"elapsed_s", Kind::Number, kReq},   {"tokens_seen", Kind::Int, kReq},
                                           {"flops_per_step", Kind::Number, kOpt}, {"mfu", Kind::Number, kOpt},
-                                          {"backend", Kind::Object, kOpt}};
+                                          {"backend", Kind::Object, kOpt},
+                                          // MPI runs (issue 17): rank 0's all-reduce figures, the slowest rank
+                                          {"world_size", Kind::Int, kOpt},     {"allreduce_ms", Kind::Number, kOpt},
+                                          {"allreduce_wait_ms", Kind::Number, kOpt}, {"grad_copy_ms", Kind::Number, kOpt},
+                                          {"allreduce_bytes", Kind::Int, kOpt}, {"max_rank_step_ms", Kind::Number, kOpt},
+                                          {"max_rank_allreduce_ms", Kind::Number, kOpt}};
   static const std::vector<Field> eval = {{"step", Kind::Int, kReq}, {"train_loss", Kind::Number, kReq},
                                           {"val_loss", Kind::Number, kReq}, {"elapsed_s", Kind::Number, kOpt}};
   static const std::vector<Field> checkpoint = {{"step", Kind::Int, kReq},     {"path", Kind::String, kReq},

@@ -237,3 +237,19 @@ TEST_CASE("alpha prepare CONFIG uses the data.* keys; bad usage exits 2, bad inp
   CHECK(cli({"prepare", "--tokenizer", "char", (d.path / "empty.txt").string(), (d.path / "o").string()}, &err) == 3);
   CHECK(err.find("is empty") != std::string::npos);
 }
+
+TEST_CASE("skip advances the stream exactly as that many batches do (data-parallel ranks)") {
+  std::string text;
+  for (int i = 0; i < 400; ++i) text += static_cast<char>('a' + (i * 7) % 26);
+  const TextData d = TextData::from_text(text, "char", 0.1, 8, "test");
+  Rng drawn(5), skipped(5);
+  for (int i = 0; i < 3; ++i) d.batch(false, 4, 8, drawn);
+  d.skip(false, 4, 8, skipped, 3);
+  CHECK(drawn.state() == skipped.state());
+  // The batch after the skip is the 4th batch of the stream.
+  auto [x1, y1] = d.batch(false, 4, 8, drawn);
+  auto [x2, y2] = d.batch(false, 4, 8, skipped);
+  CHECK(std::memcmp(x1.data<int32_t>(), x2.data<int32_t>(), 4 * 8 * sizeof(int32_t)) == 0);
+  d.skip(false, 4, 8, skipped, 0);
+  CHECK(drawn.state() == skipped.state());
+}
