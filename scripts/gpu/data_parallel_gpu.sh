@@ -5,16 +5,7 @@
 # libevent-2.1-7 libfabric1 libucx0 libibverbs1 librdmacm1 libnl-3-200 libnl-route-3-200 libpsm2-2 libpsm-infinipath1
 # libnuma1 libltdl7 libmunge2 libxnvctrl0), .gl (the Vulkan loader), gpu/lib, gpu/tinyshakespeare.txt.
 set -u
-for f in .gl/*.deb; do dpkg -x $f / >/dev/null; done; ldconfig
-# OpenMPI in a private prefix (the host's own MPI libraries, if any, are another version): relocated by OPAL_PREFIX.
-R=$PWD/mpiroot; mkdir -p $R; for f in gpu-mpi/debs/*.deb; do dpkg -x $f $R; done
-export OPAL_PREFIX=$R/usr PMIX_MCA_mca_base_component_path=$R/usr/lib/x86_64-linux-gnu/pmix2/lib/pmix
-MPILIB=$R/usr/lib/x86_64-linux-gnu:$R/usr/lib/x86_64-linux-gnu/openmpi/lib:$R/usr/lib/x86_64-linux-gnu/pmix2/lib
-ls /usr/lib/x86_64-linux-gnu/libmpi.so* /usr/lib/x86_64-linux-gnu/libopen-rte* 2>&1 | head -4
-[ -f gpu/lib/libopenblas.so.0 ] || xz -dk gpu/lib/libopenblas.so.0.xz
-export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json LD_LIBRARY_PATH=$MPILIB:$PWD/gpu/lib
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-MPIRUN=$R/usr/bin/orterun
+source "$(dirname "$0")/mpi_setup.sh"
 $MPIRUN -np 2 --oversubscribe hostname 2>&1 | tail -20
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; nproc
 $MPIRUN --version | head -1
