@@ -103,7 +103,14 @@ TEST_CASE("vk embedding gather and deterministic backward match the reference (r
     const Tensor d1 = on_gpu([&] { return ops::embedding_backward(dout, idx, V); });
     expect_close(d1, dw, {V, C}, 1e-5, 1e-5, "skewed rows backward");
     CHECK(d1.to_f32_vector() == on_gpu([&] { return ops::embedding_backward(dout, idx, V); }).to_f32_vector());
+    CHECK(vk::VulkanBackend::embedding_splits(1200, V, C) == 37);
   }
+  // The (splits, V, C) partials stay under 2^26 floats: a GPT-2 vocabulary with a frequent token takes no splits
+  // (a char-level corpus on the 50304-row GPT-2 model once asked for 5.9 GB), a character vocabulary up to 64.
+  CHECK(vk::VulkanBackend::embedding_splits(1300, 50304, 768) == 1);
+  CHECK(vk::VulkanBackend::embedding_splits(1300, 65, 384) == 40);
+  CHECK(vk::VulkanBackend::embedding_splits(100000, 65, 384) == 64);
+  CHECK(vk::VulkanBackend::embedding_splits(10, 65, 384) == 1);
   expect_clean();
 }
 

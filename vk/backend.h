@@ -68,6 +68,8 @@ class VulkanBackend : public Backend {
   int64_t matmul_splits(const std::string& kernel, int64_t M, int64_t N, int64_t K, int64_t batches,
                         int64_t bm = 128, int64_t bn = 128) const;
   static constexpr int64_t kTargetGroups = 256, kMinSplitK = 256;
+  // Partial sums the embedding backward splits its longest row's `longest` positions over (vk/embedding.cpp).
+  static uint32_t embedding_splits(int64_t longest, int64_t vocab, int64_t cols);
   void sync() { rt_->queue().sync(); }
 
   Tensor add(const Tensor& a, const Tensor& b) override { return binary(0, a, b); }

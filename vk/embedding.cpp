@@ -32,6 +32,12 @@ Tensor VulkanBackend::embedding(const Tensor& weight, const Tensor& idx) {
   return out;
 }
 
+uint32_t VulkanBackend::embedding_splits(int64_t longest, int64_t vocab, int64_t cols) {
+  const uint64_t items = std::max<uint64_t>(uint64_t(vocab) * uint64_t(cols), 1);
+  const int64_t cap = std::max<int64_t>(1, int64_t((uint64_t{1} << 26) / items));
+  return static_cast<uint32_t>(std::clamp<int64_t>(longest / 32, 1, std::min<int64_t>(64, cap)));
+}
+
 Tensor VulkanBackend::embedding_backward(const Tensor& dout, const Tensor& idx, int64_t vocab) {
   if (!flt(dout) || !i32(idx) || vocab > INT32_MAX || !in_range(idx, vocab)) return {};
   const int64_t n = idx.numel(), cols = dout.size(-1);
@@ -46,12 +52,13 @@ Tensor VulkanBackend::embedding_backward(const Tensor& dout, const Tensor& idx, 
   const auto bo = rt_->upload_new(order.data(), order.size() * 4);
   const auto bs = rt_->upload_new(starts.data(), starts.size() * 4);
   Tensor dw = rt_->output({vocab, cols});
-  // Splits of the longest row's positions: ~32 loads per invocation at most (1 for GPT-2's 50304-row vocabulary).
+  // Splits of the longest row's positions: ~32 loads per invocation at most, while the (splits, V, C) f32 partials
+  // stay under 2^26 floats (a character vocabulary: up to 64 splits; GPT-2's 50304 x 768: none, 1 split).
   int32_t longest = 0;
   for (int64_t v = 0; v < vocab; ++v) longest = std::max(longest, starts[v + 1] - starts[v]);
-  const uint32_t splits = static_cast<uint32_t>(std::clamp<int64_t>(longest / 32, 1, 64));
-  const pc::EmbeddingPC pc{uint32_t(n), uint32_t(cols), uint32_t(vocab), splits};
   const uint64_t items = uint64_t(vocab) * uint64_t(cols);
+  const uint32_t splits = embedding_splits(longest, vocab, cols);
+  const pc::EmbeddingPC pc{uint32_t(n), uint32_t(cols), uint32_t(vocab), splits};
   const auto part = splits > 1 ? rt_->scratch(items * splits * 4) : Runtime::buffer_of(dw);
   rt_->run("embedding_bwd" + sfx(dout), {256}, {{bd, false}, {bo, false}, {bs, false}, {part, true}}, pc,
            Runtime::grid_for(items * splits, 256), double(dout.numel()));
