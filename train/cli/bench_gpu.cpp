@@ -84,7 +84,7 @@ struct Mode {
   DType dtype;
 };
 
-// Cheap f16 operands for the tile sweep (values in +-[1/8, 1/2), from a counter hash): randn of the head's
+// Cheap f16 operands for the tile sweep (values in +-[1/8, 1/4), from a counter hash): randn of the head's
 // (50304, 8192) operands on the CPU would take minutes.
 Tensor fill_f16(const Shape& s, uint32_t seed) {
   Tensor t = Tensor::empty(s, DType::f16);
