@@ -47,7 +47,7 @@ shared float ls[BC], drs[BC];  // lse and drow of the query block
 // ---------------------------------------------------------------------------------------------- forward
 void main() {
   const uint nqb = (p.tq + BR - 1u) / BR;
-  const uint grp = linear_group(), bh = grp / nqb, qb = grp % nqb;
+  const uint grp = linear_group(), bh = grp / nqb, qb = nqb - 1u - grp % nqb;  // causal: longest rows first
   if (bh * p.tq >= p.rows) return;  // whole workgroup: no barrier is skipped by part of it
   const uint b = bh / p.H, h = bh % p.H, sg = gl_SubgroupID, lane = gl_SubgroupInvocationID;
   const uint q0 = qb * BR, r0 = q0 + 16u * sg;           // first row of the tile / of this subgroup
@@ -135,7 +135,7 @@ void main() {
 // ---------------------------------------------------------------------------------------------- dq
 void main() {
   const uint nqb = (p.tq + BR - 1u) / BR;
-  const uint grp = linear_group(), bh = grp / nqb, qb = grp % nqb;
+  const uint grp = linear_group(), bh = grp / nqb, qb = nqb - 1u - grp % nqb;  // causal: longest rows first
   if (bh * p.tq >= p.rows) return;  // whole workgroup: no barrier is skipped by part of it
   const uint b = bh / p.H, h = bh % p.H, sg = gl_SubgroupID, lane = gl_SubgroupInvocationID;
   const uint q0 = qb * BR, r0 = q0 + 16u * sg;
