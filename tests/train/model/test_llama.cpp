@@ -226,6 +226,9 @@ TEST_CASE("alpha train / sample / eval / --resume on a llama run; the checkpoint
   const std::string path = (a.path / "run" / "ckpt-00000012.alph").string();
   REQUIRE(cli({"sample", path, "--prompt", "the ", "--max-new-tokens", "20", "--seed", "3"}) == kExitOk);
   REQUIRE(cli({"eval", path}) == kExitOk);
+  // The GPT-2 safetensors layout refuses a llama model instead of writing zeros (Hugging Face Llama export: --hf).
+  CHECK(cli({"export", path, "--format", "safetensors", (a.path / "m.safetensors").string()}, &err) == kExitCheckpoint);
+  CHECK(err.find("llama") != std::string::npos);
 }
 
 TEST_CASE("config: llama keys need arch llama; bad values are clear errors") {
@@ -248,4 +251,26 @@ TEST_CASE("config: llama keys need arch llama; bad values are clear errors") {
   CHECK(c.model.n_kv_head == 3);
   CHECK(parse_config(config_to_json(c)) == c);
   CHECK(err_of("{}", {}).empty());
+}
+
+TEST_CASE("Llama in f16 storage: loss near f32's, f32 gradients for the f32 master weights") {
+  GPTConfig cfg = small_llama();
+  Rng i1(3), i2(3);
+  GPT m32(cfg, i1);
+  cfg.f16 = true;
+  GPT m16(cfg, i2);  // same seed: same weights
+  std::vector<int32_t> ids;
+  for (int i = 0; i < 24; ++i) ids.push_back((i * 7 + 1) % 20);
+  const Tensor x = Tensor::from_vector(ids, {2, 12});
+  const Tensor y = Tensor::from_vector(std::vector<int32_t>(ids.rbegin(), ids.rend()), {2, 12});
+  Rng r(0);
+  const Tensor l32 = m32.loss(x, y, false, r), l16 = m16.loss(x, y, false, r);
+  CHECK(l16.dtype() == DType::f32);
+  CHECK(l16.item() == doctest::Approx(l32.item()).epsilon(5e-3));
+  ag::backward(l16);
+  for (const auto& [name, t] : m16.named_parameters()) {
+    INFO(name);
+    REQUIRE(t.grad().defined());
+    CHECK(t.grad().dtype() == DType::f32);
+  }
 }
