@@ -9,6 +9,7 @@
 
 #include "core/backend.h"
 #include "core/gpu_check.h"
+#include "core/op_timing.h"
 #include "core/cpu/attention.h"
 #include "core/cpu/cross_entropy.h"
 #include "core/cpu/dropout.h"
@@ -141,7 +142,7 @@ R dispatch(const char* op, std::initializer_list<Tensor> inputs, OpClass cls, in
     }
   }
   ++dispatch_stats().cpu_ops;
-  return cpu();
+  return timed_op(op, inputs, cpu);
 }
 
 void check_float(const Tensor& t, const char* op, const char* what) {
@@ -230,7 +231,7 @@ Tensor contiguous(const Tensor& x) {
     }
   }
   ++dispatch_stats().cpu_ops;
-  return x.clone();
+  return timed_op("contiguous", {x}, [&] { return x.clone(); });
 }
 
 Tensor reshape(const Tensor& x, const Shape& shape) {
@@ -309,7 +310,7 @@ void add_(Tensor& dst, const Tensor& src, double alpha) {
   ALPHA_CHECK(broadcast_shapes(dst.shape(), src.shape(), "add_") == dst.shape(), ShapeError,
               "[add_] source {} does not broadcast to destination {}", src.str(), dst.str());
   ++dispatch_stats().cpu_ops;
-  cpu::add_inplace(dst, src, alpha);
+  timed_op("add_", {dst, src}, [&] { cpu::add_inplace(dst, src, alpha); });
 }
 
 Tensor sum(const Tensor& x, int64_t dim, bool keepdim) {
@@ -349,7 +350,13 @@ Tensor sum_to(const Tensor& x, const Shape& shape) {
               "[sum_to] {} is not a broadcast of {}", x.str(), shape_str(shape));
   Tensor r = x;
   const int64_t lead = x.dim() - static_cast<int64_t>(shape.size());
-  for (int64_t i = 0; i < lead; ++i) r = sum(r, 0, false);
+  if (lead > 1 && x.is_contiguous() && x.numel() > 0) {  // leading dims folded: one pass over all B*T rows of a bias gradient
+    Shape v{-1};
+    v.insert(v.end(), x.shape().begin() + lead, x.shape().end());
+    r = sum(x.view(v), 0, false);
+  } else {
+    for (int64_t i = 0; i < lead; ++i) r = sum(r, 0, false);
+  }
   for (int64_t i = 0; i < static_cast<int64_t>(shape.size()); ++i)
     if (shape[i] == 1 && r.size(i) != 1) r = sum(r, i, true);
   return r;
