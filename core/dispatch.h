@@ -7,6 +7,7 @@
 
 #include "core/backend.h"
 #include "core/gpu_check.h"
+#include "core/op_timing.h"
 #include "core/ops.h"
 
 namespace alpha::ops::detail {
@@ -96,7 +97,7 @@ R dispatch(const char* op, std::initializer_list<Tensor> inputs, OpClass cls, in
     }
   }
   ++dispatch_stats().cpu_ops;
-  return cpu();
+  return timed_op(op, inputs, cpu);
 }
 
 inline void check_float(const Tensor& t, const char* op, const char* what) {

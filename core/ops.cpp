@@ -10,6 +10,7 @@
 #include "core/backend.h"
 #include "core/dispatch.h"
 #include "core/gpu_check.h"
+#include "core/op_timing.h"
 #include "core/cpu/attention.h"
 #include "core/cpu/cross_entropy.h"
 #include "core/cpu/dropout.h"
@@ -124,7 +125,7 @@ Tensor contiguous(const Tensor& x) {
     }
   }
   ++dispatch_stats().cpu_ops;
-  return x.clone();
+  return timed_op("contiguous", {x}, [&] { return x.clone(); });
 }
 
 Tensor reshape(const Tensor& x, const Shape& shape) {
@@ -203,7 +204,7 @@ void add_(Tensor& dst, const Tensor& src, double alpha) {
   ALPHA_CHECK(broadcast_shapes(dst.shape(), src.shape(), "add_") == dst.shape(), ShapeError,
               "[add_] source {} does not broadcast to destination {}", src.str(), dst.str());
   ++dispatch_stats().cpu_ops;
-  cpu::add_inplace(dst, src, alpha);
+  timed_op("add_", {dst, src}, [&] { cpu::add_inplace(dst, src, alpha); });
 }
 
 Tensor sum(const Tensor& x, int64_t dim, bool keepdim) {
@@ -243,7 +244,13 @@ Tensor sum_to(const Tensor& x, const Shape& shape) {
               "[sum_to] {} is not a broadcast of {}", x.str(), shape_str(shape));
   Tensor r = x;
   const int64_t lead = x.dim() - static_cast<int64_t>(shape.size());
-  for (int64_t i = 0; i < lead; ++i) r = sum(r, 0, false);
+  if (lead > 1 && x.is_contiguous() && x.numel() > 0) {  // leading dims folded: one pass over all B*T rows of a bias gradient
+    Shape v{-1};
+    v.insert(v.end(), x.shape().begin() + lead, x.shape().end());
+    r = sum(x.view(v), 0, false);
+  } else {
+    for (int64_t i = 0; i < lead; ++i) r = sum(r, 0, false);
+  }
   for (int64_t i = 0; i < static_cast<int64_t>(shape.size()); ++i)
     if (shape[i] == 1 && r.size(i) != 1) r = sum(r, i, true);
   return r;

@@ -12,11 +12,13 @@ namespace alpha {
 namespace {
 // Training allocates the same activation sizes every step. glibc serves blocks >= 128 KiB with fresh mmaps
 // whose pages fault on first touch (half the time of a small GEMM); keeping them on the heap lets freed
-// blocks be reused. Measured: 768x128x384 sgemm 0.57 -> 0.30 ms on 2 cores.
+// blocks be reused. Measured: 768x128x384 sgemm 0.57 -> 0.30 ms on 2 cores. Trimming is off (-1): a step that
+// frees more than the trim threshold at the heap's top (GPT-2 small frees ~2 GB) would hand the pages back
+// and fault them all in again next step.
 bool tune_host_allocator() {
 #if defined(__GLIBC__)
   mallopt(M_MMAP_THRESHOLD, 512 << 20);
-  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+  mallopt(M_TRIM_THRESHOLD, -1);
 #endif
   return true;
 }

@@ -1,8 +1,9 @@
 """PyTorch CPU peer for `alpha bench cpu`: the same matmul shapes (y = x @ w^T) and the same 1-layer GPT
 forward+backward (B=12 T=64 C=128 H=4 V=65, no bias, dropout 0), medians after warm-up, THREADS threads (2).
 GPT2=1 adds GPT-2 small (124M: 12 layers, 768 wide, biases, tied head) forward+backward at B4 T256, as
-`alpha bench cpu --gpt2` (eager; F.scaled_dot_product_attention where torch has it).
-Usage: [THREADS=2] [GPT2=1] python3 scripts/torch_cpu_bench.py   -> one JSON object on stdout
+`alpha bench cpu --gpt2` (eager; F.scaled_dot_product_attention where torch has it). PROFILE=1 (with GPT2=1)
+adds one GPT-2 step under torch.profiler: self CPU ms per op and input shapes, as `alpha bench cpu --profile`.
+Usage: [THREADS=2] [GPT2=1] [PROFILE=1] python3 scripts/torch_cpu_bench.py   -> one JSON object on stdout
 """
 import json, math, os, time
 import torch
@@ -12,7 +13,8 @@ import torch.nn.functional as F
 torch.set_num_threads(int(os.environ.get("THREADS", 2)))
 SHAPES = [("cpu-recipe qkv", 768, 128, 384), ("cpu-recipe fc", 768, 128, 512), ("cpu-recipe proj", 768, 512, 128),
           ("cpu-recipe head", 768, 128, 65), ("char qkv", 2048, 384, 1152), ("char fc", 2048, 384, 1536),
-          ("char proj", 2048, 1536, 384), ("square 1024", 1024, 1024, 1024)]
+          ("char proj", 2048, 1536, 384), ("square 1024", 1024, 1024, 1024), ("gpt2 fc fwd", 1024, 768, 3072),
+          ("gpt2 fc dX", 1024, 3072, 768, False, False), ("gpt2 fc dW", 3072, 1024, 768, True, False)]
 
 
 def median_ms(fn, warm=3, reps=15):
@@ -52,9 +54,11 @@ def gpt_step():
 
 
 out = {"torch": torch.__version__, "threads": torch.get_num_threads(), "matmul": []}
-for name, M, K, N in SHAPES:
-    x, w = torch.randn(M, K), torch.randn(N, K)
-    ms = median_ms(lambda: x @ w.t())
+for name, M, K, N, *flags in SHAPES:
+    ta, tb = flags or (False, True)  # as alpha bench cpu: op(x) (M, K), op(w) (K, N), stored transposed if flagged
+    x = torch.randn(K, M).t() if ta else torch.randn(M, K)
+    w = torch.randn(N, K).t() if tb else torch.randn(K, N)
+    ms = median_ms(lambda: x @ w)
     out["matmul"].append(dict(name=name, M=M, K=K, N=N, ms=ms, gflops=2 * M * K * N / (ms * 1e6)))
 out["gpt_1layer_fwd_bwd_ms"] = gpt_step()
 
@@ -87,9 +91,27 @@ def gpt2_step():
         F.cross_entropy(logits.view(-1, V), idx.view(-1)).backward()
         for t in params:
             t.grad = None
-    return median_ms(step, warm=2, reps=5)
+    return median_ms(step, warm=2, reps=5), step
+
+
+def torch_profile(step):
+    from torch.profiler import profile, ProfilerActivity
+    with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
+        t0 = time.perf_counter()
+        step()
+        total = (time.perf_counter() - t0) * 1e3
+    rows = sorted(prof.key_averages(group_by_input_shape=True), key=lambda e: -e.self_cpu_time_total)
+    by_op = {}
+    for e in prof.key_averages():
+        by_op[e.key] = by_op.get(e.key, 0) + e.self_cpu_time_total / 1e3
+    top = sorted(by_op.items(), key=lambda kv: -kv[1])[:25]
+    return dict(total_ms=total, by_op={k: round(v, 2) for k, v in top},
+                ops=[dict(op=f"{e.key} {e.input_shapes}", ms=round(e.self_cpu_time_total / 1e3, 2), calls=e.count)
+                     for e in rows[:30]])
 
 
 if os.environ.get("GPT2") == "1":
-    out["gpt2_fwd_bwd_ms"] = gpt2_step()
+    out["gpt2_fwd_bwd_ms"], step = gpt2_step()
+    if os.environ.get("PROFILE") == "1":
+        out["gpt2_profile"] = torch_profile(step)
 print(json.dumps(out))

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "core/ops.h"
+#include "core/parallel.h"
 #include "core/tensor.h"
 
 using namespace alpha;
@@ -113,4 +114,90 @@ TEST_CASE("matmul handles transposes, batches and strided views") {
   auto c3c = ops::matmul(A3.contiguous(), B).to_f64_vector();
   CHECK(c3 == c3c);
   CHECK(std::vector<double>(c3.begin() + 51, c3.end()) == std::vector<double>(c3.begin(), c3.begin() + 51));
+}
+
+// Largest |C - double-loop C| over the four transpose layouts of an (M, K) x (K, N) product on `threads` threads.
+static double gemm_layout_error(int64_t M, int64_t K, int64_t N, int threads) {
+  std::vector<float> va(M * K), vb(K * N);
+  for (size_t i = 0; i < va.size(); ++i) va[i] = std::sin(0.011f * i);
+  for (size_t i = 0; i < vb.size(); ++i) vb[i] = std::cos(0.017f * i);
+  std::vector<double> ref(M * N, 0.0);
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t k = 0; k < K; ++k)
+      for (int64_t j = 0; j < N; ++j) ref[i * N + j] += double(va[i * K + k]) * double(vb[k * N + j]);
+  const Tensor A = Tensor::from_vector(va, {M, K}), B = Tensor::from_vector(vb, {K, N});
+  const Tensor At = A.transpose(0, 1).contiguous(), Bt = B.transpose(0, 1).contiguous();
+  const int prev = num_threads();
+  set_num_threads(threads);
+  double err = 0;
+  for (int mode = 0; mode < 4; ++mode) {
+    const bool ta = mode & 1, tb = mode & 2;
+    const auto c = ops::matmul(ta ? At : A, tb ? Bt : B, ta, tb).to_f64_vector();
+    REQUIRE(c.size() == ref.size());
+    for (size_t i = 0; i < c.size(); ++i) err = std::max(err, std::abs(c[i] - ref[i]));
+  }
+  set_num_threads(prev);
+  return err;
+}
+
+TEST_CASE("GEMMs split over threads (2-D tiles) match a double loop at every thread count") {
+  // Odd sizes so tiles have ragged edges; 1 thread = one OpenBLAS call, 3/4/7/16 = row, column and 2-D splits.
+  for (int th : {1, 3, 4, 7, 16}) {
+    INFO("threads ", th);
+    CHECK(gemm_layout_error(67, 45, 131, th) < 1e-4);  // 395K multiply-adds: up to 6 tasks of >= 64K
+  }
+}
+
+TEST_CASE("strided element-wise, copies, add_ and column sums split over threads equal the one-thread loops") {
+  // (6, 70, 130): 420 rows of 130, > 32K elements, so rows and column blocks split; checked against plain loops.
+  const int64_t A = 6, R = 70, C = 130;
+  std::vector<float> vx(A * R * C), vb(C);
+  for (size_t i = 0; i < vx.size(); ++i) vx[i] = std::sin(0.013f * i) * 3.0f;
+  for (size_t i = 0; i < vb.size(); ++i) vb[i] = std::cos(0.7f * i);
+  const Tensor x = Tensor::from_vector(vx, {A, R, C}), bias = Tensor::from_vector(vb, {C});
+  auto run = [&] {
+    std::vector<std::vector<float>> r;
+    r.push_back(ops::add(x, bias).to_f32_vector());                            // broadcast rows
+    r.push_back(ops::exp(x.transpose(1, 2)).to_f32_vector());                  // strided unary
+    r.push_back(ops::contiguous(x.transpose(0, 2)).to_f32_vector());           // strided copy
+    r.push_back(ops::sum_to(x, {C}).to_f32_vector());                          // bias gradient: (A*R) rows
+    r.push_back(ops::sum(x, 1, false).to_f32_vector());                        // outer 6, column blocks
+    Tensor d = x.clone();
+    ops::add_(d, bias, 0.5);
+    r.push_back(d.to_f32_vector());
+    return r;
+  };
+  const int prev = num_threads();
+  set_num_threads(1);
+  const auto one = run();
+  set_num_threads(5);
+  const auto five = run();
+  set_num_threads(prev);
+  for (size_t i = 0; i < one.size(); ++i) {
+    INFO("output ", i);
+    CHECK(one[i] == five[i]);
+  }
+  // Against plain loops: the broadcast add, the transposed copy, the column sums (in double, as the kernel).
+  for (int64_t a = 0; a < A; ++a)
+    for (int64_t i = 0; i < R; ++i)
+      for (int64_t c = 0; c < C; ++c) {
+        const float v = vx[(a * R + i) * C + c];
+        REQUIRE(five[0][(a * R + i) * C + c] == v + vb[c]);
+        REQUIRE(five[2][(c * R + i) * A + a] == v);
+        REQUIRE(five[5][(a * R + i) * C + c] == v + 0.5f * vb[c]);
+      }
+  for (int64_t c = 0; c < C; ++c) {
+    double s = 0;
+    for (int64_t k = 0; k < A * R; ++k) s += vx[k * C + c];
+    CHECK(five[3][c] == static_cast<float>(s));
+    for (int64_t a = 0; a < A; ++a) {
+      double t = 0;
+      for (int64_t i = 0; i < R; ++i) t += vx[(a * R + i) * C + c];
+      CHECK(five[4][a * C + c] == static_cast<float>(t));
+    }
+  }
+}
+
+TEST_CASE("a GEMM past 2^24 multiply-adds matches a double loop in all layouts (4 threads: 2 x 2 tiles)") {
+  CHECK(gemm_layout_error(300, 260, 221, 4) < 1e-3);  // 17.2M multiply-adds
 }

@@ -1,7 +1,9 @@
 // Fused causal attention on the CPU, one (b, h) pair per task (results do not depend on threading). f64 runs plain
 // loops with sums in double: the readable oracle (gradcheck). f32 runs the same math as products of whole (b, h)
 // matrices through single-threaded sgemm (S = QK^T, O = PV; dP = dO V^T, dQ = dS K, dK = dS^T Q, dV = P~^T dO),
-// the scores and probabilities in a per-task (Tq, Tk) buffer: the loops cost ~5x more at GPT sizes. Dropout uses
+// the scores and probabilities in a per-task (Tq, Tk) buffer: the loops cost ~5x more at GPT sizes. f32 reads
+// its (B, H, T, D) operands in place when rows are unit-stride (GPT's packed qkv views: row stride 3C), as sgemm's
+// leading dimension, instead of copying them contiguous. Dropout uses
 // the Philox positions of the unfused (B, H, Tq, Tk) probability tensor, so the mask equals ops::dropout's.
 //
 // Dimension legend: B batch, H heads, Tq query rows, Tk keys, D head size.
@@ -187,6 +189,20 @@ ops::AttentionGrads backward_typed(Backward& bw, const ops::AttentionParams& ap)
   return r;
 }
 
+// One (B, H, T, D) f32 operand read in place: head (b, h) is a T x D matrix with row stride ld. A view whose
+// rows are not unit-stride is copied contiguous first (keep holds what the pointer points into).
+struct Heads {
+  Tensor keep;
+  const float* p;
+  int64_t sb, sh, ld, H;
+  const float* at(int64_t bh) const { return p + (bh / H) * sb + (bh % H) * sh; }
+};
+Heads heads(const Tensor& t) {
+  const Shape& st = t.strides();
+  const Tensor u = st[3] == 1 && st[2] >= t.size(3) ? t : t.contiguous();
+  return {u, u.data<float>(), u.strides()[0], u.strides()[1], u.strides()[2], u.size(1)};
+}
+
 // Row-major single-precision C = alpha op(A) op(B), C overwritten; one thread (the caller splits the work).
 void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda, const float* B,
           int64_t ldb, float* C, int64_t ldc) {
@@ -194,11 +210,10 @@ void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const 
               alpha, A, int(lda), B, int(ldb), 0.0f, C, int(ldc));
 }
 
-ops::AttentionOut forward_f32(Forward& f, const ops::AttentionParams& ap) {
-  const Tensor &q = f.q, &k = f.k, &v = f.v;
-  const Geo& g = f.g;
-  Tensor &out = f.out, &lse = f.lse;
-  const float *pq = q.data<float>(), *pk = k.data<float>(), *pv = v.data<float>();
+ops::AttentionOut forward_f32(const Tensor& qin, const Tensor& kin, const Tensor& vin, const ops::AttentionParams& ap) {
+  const Heads q = heads(qin), k = heads(kin), v = heads(vin);
+  const Geo g = geo_of(qin, kin);
+  Tensor out = bthd_view(g, g.Tq, DType::f32), lse = Tensor::empty({g.B, g.H, g.Tq}, DType::f32);
   float* po = out.mutable_data<float>();  // (B, Tq, H, D) storage
   float* pl = lse.mutable_data<float>();
   const bool vec = simd_enabled() && ap.p == 0.0;  // dropout keeps the loop
@@ -206,8 +221,7 @@ ops::AttentionOut forward_f32(Forward& f, const ops::AttentionParams& ap) {
     std::vector<float> s(static_cast<size_t>(g.Tq * g.Tk));  // scores, then dropped probabilities (Tq, Tk)
     for (int64_t bh = bh0; bh < bh1; ++bh) {
       const int64_t b = bh / g.H, h = bh % g.H;
-      gemm(false, true, g.Tq, g.Tk, g.D, float(ap.scale), pq + bh * g.Tq * g.D, g.D, pk + bh * g.Tk * g.D, g.D,
-           s.data(), g.Tk);
+      gemm(false, true, g.Tq, g.Tk, g.D, float(ap.scale), q.at(bh), q.ld, k.at(bh), k.ld, s.data(), g.Tk);
       for (int64_t i = 0; i < g.Tq; ++i) {
         float* row = s.data() + i * g.Tk;
         const int64_t vis = g.visible(i, ap.causal);
@@ -227,20 +241,21 @@ ops::AttentionOut forward_f32(Forward& f, const ops::AttentionParams& ap) {
         pl[bh * g.Tq + i] = float(L);
       }
       // O rows go straight into the (B, Tq, H, D) output: row stride H * D.
-      gemm(false, false, g.Tq, g.D, g.Tk, 1.0f, s.data(), g.Tk, pv + bh * g.Tk * g.D, g.D,
-           po + (b * g.Tq * g.H + h) * g.D, g.H * g.D);
+      gemm(false, false, g.Tq, g.D, g.Tk, 1.0f, s.data(), g.Tk, v.at(bh), v.ld, po + (b * g.Tq * g.H + h) * g.D,
+           g.H * g.D);
     }
   });
   return {out, lse};
 }
 
-ops::AttentionGrads backward_f32(Backward& bw, const ops::AttentionParams& ap) {
-  const Tensor &q = bw.q, &k = bw.k, &v = bw.v, &dout = bw.dout, &out = bw.out, &lse = bw.lse;
-  const Geo& g = bw.g;
-  ops::AttentionGrads& r = bw.r;
-  const int64_t row = bw.row;
-  const float *pq = q.data<float>(), *pk = k.data<float>(), *pv = v.data<float>(), *pdo = dout.data<float>(),
-              *po = out.data<float>(), *pl = lse.data<float>();
+ops::AttentionGrads backward_f32(const Tensor& doin, const Tensor& qin, const Tensor& kin, const Tensor& vin,
+                                 const Tensor& oin, const Tensor& lin, const ops::AttentionParams& ap, bool packed) {
+  const Heads q = heads(qin), k = heads(kin), v = heads(vin), dout = heads(doin), out = heads(oin);
+  const Tensor lse = lin.contiguous();
+  const Geo g = geo_of(qin, kin);
+  ops::AttentionGrads r = gradient_tensors(g, DType::f32, packed);
+  const int64_t row = packed ? 3 * g.H * g.D : g.H * g.D;  // elements between consecutive time rows of a gradient
+  const float* pl = lse.data<float>();
   float *pdq = r.dq.mutable_data<float>(), *pdk = r.dk.mutable_data<float>(), *pdv = r.dv.mutable_data<float>();
   const bool vec = simd_enabled() && ap.p == 0.0;  // dropout keeps the loop
   parallel_for(g.B * g.H, 1, [&](int64_t bh0, int64_t bh1) {
@@ -248,20 +263,19 @@ ops::AttentionGrads backward_f32(Backward& bw, const ops::AttentionParams& ap) {
     std::vector<float> s(n), dp(n);  // S then P~ (dropped probabilities); dP then dS (Tq, Tk)
     for (int64_t bh = bh0; bh < bh1; ++bh) {
       const int64_t b = bh / g.H, h = bh % g.H;
-      const float *qb = pq + bh * g.Tq * g.D, *kb = pk + bh * g.Tk * g.D, *vb = pv + bh * g.Tk * g.D;
-      const float *dob = pdo + bh * g.Tq * g.D, *ob = po + bh * g.Tq * g.D;
-      gemm(false, true, g.Tq, g.Tk, g.D, float(ap.scale), qb, g.D, kb, g.D, s.data(), g.Tk);
-      gemm(false, true, g.Tq, g.Tk, g.D, 1.0f, dob, g.D, vb, g.D, dp.data(), g.Tk);
+      const float *qb = q.at(bh), *kb = k.at(bh), *dob = dout.at(bh), *ob = out.at(bh);
+      gemm(false, true, g.Tq, g.Tk, g.D, float(ap.scale), qb, q.ld, kb, k.ld, s.data(), g.Tk);
+      gemm(false, true, g.Tq, g.Tk, g.D, 1.0f, dob, dout.ld, v.at(bh), v.ld, dp.data(), g.Tk);
       for (int64_t i = 0; i < g.Tq; ++i) {
         const int64_t vis = g.visible(i, ap.causal);
         float *srow = s.data() + i * g.Tk, *drow_i = dp.data() + i * g.Tk;
         if (vec) {
-          const float dr = simd::dot(dob + i * g.D, ob + i * g.D, g.D);
+          const float dr = simd::dot(dob + i * dout.ld, ob + i * out.ld, g.D);
           simd::attention_grad_row(srow, drow_i, vis, g.Tk, pl[bh * g.Tq + i], dr, float(ap.scale));
           continue;
         }
         double drow = 0;  // rowsum(dO * O) = sum_j P_ij dA_ij (the softmax backward's row dot, dropout included)
-        for (int64_t c = 0; c < g.D; ++c) drow += double(dob[i * g.D + c]) * double(ob[i * g.D + c]);
+        for (int64_t c = 0; c < g.D; ++c) drow += double(dob[i * dout.ld + c]) * double(ob[i * out.ld + c]);
         const double L = double(pl[bh * g.Tq + i]);
         for (int64_t j = 0; j < vis; ++j) {
           const double p = std::exp(double(srow[j]) - L), mk = keep_factor(ap, g, bh, i, j);
@@ -271,9 +285,9 @@ ops::AttentionGrads backward_f32(Backward& bw, const ops::AttentionParams& ap) {
         std::fill(srow + vis, srow + g.Tk, 0.0f);
         std::fill(drow_i + vis, drow_i + g.Tk, 0.0f);
       }
-      gemm(true, false, g.Tk, g.D, g.Tq, 1.0f, s.data(), g.Tk, dob, g.D, pdv + b * g.Tk * row + h * g.D, row);
-      gemm(false, false, g.Tq, g.D, g.Tk, 1.0f, dp.data(), g.Tk, kb, g.D, pdq + b * g.Tq * row + h * g.D, row);
-      gemm(true, false, g.Tk, g.D, g.Tq, 1.0f, dp.data(), g.Tk, qb, g.D, pdk + b * g.Tk * row + h * g.D, row);
+      gemm(true, false, g.Tk, g.D, g.Tq, 1.0f, s.data(), g.Tk, dob, dout.ld, pdv + b * g.Tk * row + h * g.D, row);
+      gemm(false, false, g.Tq, g.D, g.Tk, 1.0f, dp.data(), g.Tk, kb, k.ld, pdq + b * g.Tq * row + h * g.D, row);
+      gemm(true, false, g.Tk, g.D, g.Tq, 1.0f, dp.data(), g.Tk, qb, q.ld, pdk + b * g.Tk * row + h * g.D, row);
     }
   });
   return r;
@@ -283,16 +297,18 @@ ops::AttentionGrads backward_f32(Backward& bw, const ops::AttentionParams& ap) {
 
 ops::AttentionOut attention(const Tensor& q, const Tensor& k, const Tensor& v, const ops::AttentionParams& ap) {
   blas_setup();
+  if (q.dtype() != DType::f64) return forward_f32(q, k, v, ap);
   Forward f = prepare_forward(q, k, v);
-  return q.dtype() == DType::f64 ? forward_typed<double>(f, ap) : forward_f32(f, ap);
+  return forward_typed<double>(f, ap);
 }
 
 ops::AttentionGrads attention_backward(const Tensor& dout, const Tensor& q, const Tensor& k, const Tensor& v,
                                        const Tensor& out, const Tensor& lse, const ops::AttentionParams& ap,
                                        bool packed) {
   blas_setup();
+  if (q.dtype() != DType::f64) return backward_f32(dout, q, k, v, out, lse, ap, packed);
   Backward bw = prepare_backward(dout, q, k, v, out, lse, packed);
-  return q.dtype() == DType::f64 ? backward_typed<double>(bw, ap) : backward_f32(bw, ap);
+  return backward_typed<double>(bw, ap);
 }
 
 }  // namespace alpha::cpu

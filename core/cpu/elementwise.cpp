@@ -33,7 +33,7 @@ Tensor map2(const Tensor& a, const Tensor& b, F f, int vop = -1) {
     });
     return out;
   }
-  for_each_row<3>(shape, {&so, &ae.strides(), &be.strides()}, {0, 0, 0},
+  parallel_rows<3>(shape, {&so, &ae.strides(), &be.strides()}, {0, 0, 0},
                   [&](const std::array<int64_t, 3>& o, int64_t n, const std::array<int64_t, 3>& s) {
                     T* d = po + o[0];
                     const T* x = pa + o[1];
@@ -58,7 +58,7 @@ Tensor map1(const Tensor& x, F f, V vf) {  // vf(x, out, n): the f32 Highway ker
     });
     return out;
   }
-  for_each_row<2>(x.shape(), {&out.strides(), &x.strides()}, {0, 0},
+  parallel_rows<2>(x.shape(), {&out.strides(), &x.strides()}, {0, 0},
                   [&](const std::array<int64_t, 2>& o, int64_t n, const std::array<int64_t, 2>& s) {
                     for (int64_t i = 0; i < n; ++i) po[o[0] + i * s[0]] = f(px[o[1] + i * s[1]]);
                   });
@@ -112,12 +112,13 @@ void add_inplace(Tensor& dst, const Tensor& src, double alpha) {
   auto run = [&](auto* pd, const auto* ps) {
     using T = std::remove_pointer_t<decltype(pd)>;
     const T al = static_cast<T>(alpha);
-    for_each_row<2>(dst.shape(), {&dst.strides(), &se.strides()}, {0, 0},
-                    [&](const std::array<int64_t, 2>& o, int64_t n, const std::array<int64_t, 2>& s) {
-                      if constexpr (std::is_same_v<T, float>)
-                        if (s[0] == 1 && s[1] == 1 && simd_enabled()) return simd::axpy(pd + o[0], ps + o[1], n, al);
-                      for (int64_t i = 0; i < n; ++i) pd[o[0] + i * s[0]] += al * ps[o[1] + i * s[1]];
-                    });
+    auto row = [&](const std::array<int64_t, 2>& o, int64_t n, const std::array<int64_t, 2>& s) {
+      if constexpr (std::is_same_v<T, float>)
+        if (s[0] == 1 && s[1] == 1 && simd_enabled()) return simd::axpy(pd + o[0], ps + o[1], n, al);
+      for (int64_t i = 0; i < n; ++i) pd[o[0] + i * s[0]] += al * ps[o[1] + i * s[1]];
+    };
+    if (rows_disjoint(dst)) parallel_rows<2>(dst.shape(), {&dst.strides(), &se.strides()}, {0, 0}, row);
+    else for_each_row<2>(dst.shape(), {&dst.strides(), &se.strides()}, {0, 0}, row);
   };
   if (dst.dtype() == DType::f64) run(dst.mutable_data<double>(), se.data<double>());
   else run(dst.mutable_data<float>(), se.data<float>());

@@ -95,34 +95,70 @@ int64_t row_grain(int64_t rows, int64_t N, int64_t K) {
   return std::max(min_rows, per_thread);
 }
 
-// One M x N GEMM over the pool. Splits C's rows, or its columns when C is wider than tall and each thread still
-// gets >= 64 columns: then each thread reads only its slice of B (the tied LM head's 50257 x 768 weight is read
-// once, not once per thread).
+// C's tiles for a 2-D split: tr row blocks x tc column blocks, tr * tc = tasks. Each task packs its A rows and
+// its B columns (OpenBLAS copies both per call), so the split minimises a task's rows + columns: split by rows
+// alone, each of 16 threads packed all of B (9.4 MB at GPT-2's 768 x 3072). GPU machine, 16 threads: GPT-2
+// fwd+bwd 1527 -> 1256 ms, CPU recipe step 20.6 -> 17.0 ms (docs/PERFORMANCE.md).
+struct Tiles {
+  int64_t tr, tc;
+};
+Tiles choose_tiles(int64_t M, int64_t N, int64_t tasks) {
+  Tiles best{tasks, 1};
+  int64_t best_cost = -1;
+  for (int64_t tr = 1; tr <= tasks; ++tr) {
+    if (tasks % tr) continue;
+    const int64_t tc = tasks / tr;
+    if (tr > M || tc > N) continue;
+    const int64_t cost = (M + tr - 1) / tr + (N + tc - 1) / tc;
+    if (best_cost < 0 || cost < best_cost) best = {tr, tc}, best_cost = cost;
+  }
+  return best;
+}
+
+// ALPHA_GEMM_SPLIT=rows (the split before the 2-D tiles: rows, or columns for wide C), =blas (OpenBLAS's own
+// threads per large GEMM), else the 2-D tiles. For comparing them in benchmarks.
+int gemm_split_mode() {
+  static const int mode = [] {
+    const char* e = std::getenv("ALPHA_GEMM_SPLIT");
+    return e && std::strcmp(e, "rows") == 0 ? 1 : e && std::strcmp(e, "blas") == 0 ? 2 : 0;
+  }();
+  return mode;
+}
+
+// One M x N GEMM over the pool, C (M, N) row-major. Work below ~64K multiply-adds a task uses fewer tasks.
 template <class T>
 void split_gemm(const MatDesc& da, const MatDesc& db, int64_t M, int64_t N, int64_t K, const T* A, const T* B, T* C) {
   const int64_t threads = num_threads();
-  static const bool blas = [] {  // ALPHA_GEMM_THREADS=blas: OpenBLAS's own threads split each large GEMM
-    const char* e = std::getenv("ALPHA_GEMM_THREADS");
-    return e && std::strcmp(e, "blas") == 0;
-  }();
-  if (blas && threads > 1 && M * N * K >= (int64_t{1} << 20)) {
+  const int mode = gemm_split_mode();
+  if (mode == 2 && threads > 1 && M * N * K >= (int64_t{1} << 20)) {
     openblas_set_num_threads(static_cast<int>(threads));
     gemm<T>(da.trans, db.trans, M, N, K, A, da.ld, B, db.ld, C, N);
     openblas_set_num_threads(1);  // attention's per-(b, h) GEMMs run inside the pool
     return;
   }
-  if (N > M && N >= 64 * threads) {
-    const int64_t min_cols = std::max<int64_t>(1, (int64_t{1} << 16) / std::max<int64_t>(1, M * K));
-    parallel_for(N, std::max(min_cols, (N + threads - 1) / threads), [&](int64_t c0, int64_t c1) {
-      const T* Bc = db.trans ? B + c0 * db.ld : B + c0;  // column c0 of op(B)
-      gemm<T>(da.trans, db.trans, M, c1 - c0, K, A, da.ld, Bc, db.ld, C + c0, N);
+  auto tile = [&](int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
+    const T* Ar = da.trans ? A + r0 : A + r0 * da.ld;  // row r0 of op(A)
+    const T* Bc = db.trans ? B + c0 * db.ld : B + c0;  // column c0 of op(B)
+    gemm<T>(da.trans, db.trans, r1 - r0, c1 - c0, K, Ar, da.ld, Bc, db.ld, C + r0 * N + c0, N);
+  };
+  if (mode == 0) {
+    const int64_t tasks = std::min(threads, std::max<int64_t>(1, M * N * K >> 16));
+    const Tiles t = choose_tiles(M, N, tasks);
+    const int64_t rows = (M + t.tr - 1) / t.tr, cols = (N + t.tc - 1) / t.tc;
+    parallel_for(t.tr * t.tc, 1, [&](int64_t i0, int64_t i1) {
+      for (int64_t i = i0; i < i1; ++i) {
+        const int64_t r0 = (i / t.tc) * rows, c0 = (i % t.tc) * cols;
+        if (r0 < M && c0 < N) tile(r0, std::min(M, r0 + rows), c0, std::min(N, c0 + cols));
+      }
     });
     return;
   }
-  parallel_for(M, row_grain(M, N, K), [&](int64_t r0, int64_t r1) {
-    const T* Ar = da.trans ? A + r0 : A + r0 * da.ld;  // row r0 of op(A)
-    gemm<T>(da.trans, db.trans, r1 - r0, N, K, Ar, da.ld, B, db.ld, C + r0 * N, N);
-  });
+  if (N > M && N >= 64 * threads) {  // rows mode: columns for wide C (the tied LM head), else rows
+    const int64_t min_cols = std::max<int64_t>(1, (int64_t{1} << 16) / std::max<int64_t>(1, M * K));
+    parallel_for(N, std::max(min_cols, (N + threads - 1) / threads), [&](int64_t c0, int64_t c1) { tile(0, M, c0, c1); });
+    return;
+  }
+  parallel_for(M, row_grain(M, N, K), [&](int64_t r0, int64_t r1) { tile(r0, r1, 0, N); });
 }
 
 template <class T>

@@ -37,24 +37,31 @@ Tensor sum_typed(const Tensor& xin, int64_t dim, bool keepdim) {
   Tensor out = Tensor::empty(reduced_shape(s, dim, keepdim), x.dtype());
   const T* px = x.data<T>();
   T* po = out.mutable_data<T>();
-  parallel_for(outer, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, n * inner)), [&](int64_t o0, int64_t o1) {
-    std::vector<double> acc(static_cast<size_t>(inner));
-    for (int64_t o = o0; o < o1; ++o) {
+  // Tasks are (outer index, column block): a bias gradient (outer 1, n = B*T rows, inner C) splits its columns
+  // over the pool. Each output is still one sequential loop over n, whatever the split.
+  const int64_t cols = inner == 1 ? 1 : std::max<int64_t>(64, 4096 / std::max<int64_t>(1, n));
+  const int64_t blocks = (inner + cols - 1) / cols;
+  parallel_for(outer * blocks, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, n * std::min(inner, cols))),
+               [&](int64_t t0, int64_t t1) {
+    std::vector<double> acc(static_cast<size_t>(std::min(inner, cols)));
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t o = t / blocks, c0 = (t % blocks) * cols, w = std::min(inner, c0 + cols) - c0;
       std::fill(acc.begin(), acc.end(), 0.0);
-      const T* base = px + o * n * inner;
+      const T* base = px + o * n * inner + c0;
+      T* dst = po + o * inner + c0;
       if constexpr (std::is_same_v<T, float>)
         if (simd_enabled()) {  // double lanes: columns (inner > 1) keep the oracle's exact adds
           if (inner == 1) {
-            po[o] = static_cast<T>(simd::sum(base, n));
+            *dst = static_cast<T>(simd::sum(base, n));
             continue;
           }
-          for (int64_t k = 0; k < n; ++k) simd::sum_into(acc.data(), base + k * inner, inner);
-          for (int64_t i = 0; i < inner; ++i) po[o * inner + i] = static_cast<T>(acc[i]);
+          for (int64_t k = 0; k < n; ++k) simd::sum_into(acc.data(), base + k * inner, w);
+          for (int64_t i = 0; i < w; ++i) dst[i] = static_cast<T>(acc[i]);
           continue;
         }
       for (int64_t k = 0; k < n; ++k)
-        for (int64_t i = 0; i < inner; ++i) acc[i] += static_cast<double>(base[k * inner + i]);
-      for (int64_t i = 0; i < inner; ++i) po[o * inner + i] = static_cast<T>(acc[i]);
+        for (int64_t i = 0; i < w; ++i) acc[i] += static_cast<double>(base[k * inner + i]);
+      for (int64_t i = 0; i < w; ++i) dst[i] = static_cast<T>(acc[i]);
     }
   });
   return out;

@@ -50,6 +50,16 @@ HWY_INLINE VF exp_v(DF d, VF x) {
 HWY_INLINE float sum_lanes(DF d, VF v) { return hn::GetLane(hn::SumOfLanes(d, v)); }
 HWY_INLINE float max_lanes(DF d, VF v) { return hn::GetLane(hn::MaxOfLanes(d, v)); }
 
+// sum_i a_i b_i over [0, n) in f32 lanes (fused multiply-adds), the tail zero-padded.
+HWY_INLINE float dot_row(DF d, const float* a, const float* b, size_t n) {
+  const size_t N = hn::Lanes(d);
+  VF acc = hn::Zero(d);
+  size_t i = 0;
+  for (; i + N <= n; i += N) acc = hn::MulAdd(hn::LoadU(d, a + i), hn::LoadU(d, b + i), acc);
+  if (i < n) acc = hn::MulAdd(load_part(d, a + i, n - i, 0.0f), load_part(d, b + i, n - i, 0.0f), acc);
+  return sum_lanes(d, acc);
+}
+
 // Max of x[0, n) (n >= 1); *finite is false if any entry is NaN or +-inf.
 HWY_INLINE float row_max(DF d, const float* x, size_t n, bool* finite) {
   const size_t N = hn::Lanes(d);

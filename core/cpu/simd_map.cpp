@@ -133,15 +133,7 @@ void SumIntoImpl(double* acc, const float* x, int64_t n) {
   for (; i < m; ++i) acc[i] += static_cast<double>(x[i]);  // the same double add as a lane
 }
 
-float DotImpl(const float* a, const float* b, int64_t n) {
-  const DF d;
-  const size_t N = hn::Lanes(d), m = static_cast<size_t>(n);
-  VF acc = hn::Zero(d);
-  size_t i = 0;
-  for (; i + N <= m; i += N) acc = hn::MulAdd(hn::LoadU(d, a + i), hn::LoadU(d, b + i), acc);
-  if (i < m) acc = hn::MulAdd(load_part(d, a + i, m - i, 0.0f), load_part(d, b + i, m - i, 0.0f), acc);
-  return sum_lanes(d, acc);
-}
+float DotImpl(const float* a, const float* b, int64_t n) { return dot_row(DF(), a, b, static_cast<size_t>(n)); }
 
 void AdamWImpl(float* p, float* m, float* v, const float* g, int64_t n, const float* c, bool decay) {
   const DF d;

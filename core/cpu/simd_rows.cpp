@@ -123,12 +123,9 @@ bool SoftmaxRowImpl(const float* x, float* y, int64_t n, int64_t Tk) {
 void SoftmaxBackwardRowImpl(const float* dy, const float* y, float* dx, int64_t n) {
   const DF d;
   const size_t N = hn::Lanes(d), cnt = static_cast<size_t>(n);
-  VF acc = hn::Zero(d);
+  const VF s = hn::Set(d, dot_row(d, dy, y, cnt));
   size_t i = 0;
-  for (; i + N <= cnt; i += N) acc = hn::MulAdd(hn::LoadU(d, dy + i), hn::LoadU(d, y + i), acc);
-  if (i < cnt) acc = hn::MulAdd(load_part(d, dy + i, cnt - i, 0.0f), load_part(d, y + i, cnt - i, 0.0f), acc);
-  const VF s = hn::Set(d, sum_lanes(d, acc));
-  for (i = 0; i + N <= cnt; i += N) hn::StoreU(hn::Mul(hn::LoadU(d, y + i), hn::Sub(hn::LoadU(d, dy + i), s)), d, dx + i);
+  for (; i + N <= cnt; i += N) hn::StoreU(hn::Mul(hn::LoadU(d, y + i), hn::Sub(hn::LoadU(d, dy + i), s)), d, dx + i);
   if (i < cnt) {
     const VF r = hn::Mul(load_part(d, y + i, cnt - i, 0.0f), hn::Sub(load_part(d, dy + i, cnt - i, 0.0f), s));
     store_part(d, r, dx + i, cnt - i);

@@ -10,8 +10,9 @@
 
 namespace alpha {
 
-// kernels: per-kernel GB/s and GFLOP/s against measured peaks; gpt2: GPT-2 small forward+backward at B4 T256.
-void run_cpu_bench(bool json, bool kernels = false, bool gpt2 = false);
+// kernels: per-kernel GB/s and GFLOP/s against measured peaks; gpt2: GPT-2 small forward+backward at B4 T256;
+// profile: gpt2 plus one step's time per CPU op (and outside ops).
+void run_cpu_bench(bool json, bool kernels = false, bool gpt2 = false, bool profile = false);
 
 struct GpuBenchOptions {
   std::string device = "vulkan";

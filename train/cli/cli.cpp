@@ -37,8 +37,9 @@ commands:
                       loss and perplexity on the val split or a text file
   prepare --tokenizer KIND [--vocab-size N] [--tokenizer-path DIR] IN.txt OUT_DIR | prepare CONFIG [OUT_DIR]
                       tokenize text once into OUT_DIR/train.bin, val.bin, tokenizer.json (docs/data-format.md)
-  bench cpu [--json] [--kernels] [--gpt2]  CPU matmul GFLOP/s at GPT shapes, transformer-block step time;
-                      --kernels: per-kernel GB/s, GFLOP/s vs this CPU's peaks; --gpt2: GPT-2 small fwd+bwd B4 T256
+  bench cpu [--json] [--kernels] [--gpt2] [--profile]  CPU matmul GFLOP/s at GPT shapes, transformer-block
+                      step time; --kernels: per-kernel GB/s, GFLOP/s vs this CPU's peaks; --gpt2: GPT-2 small
+                      fwd+bwd B4 T256; --profile: --gpt2 plus one step's ms per CPU op and input shapes
   bench gpu [--device D] [--config CONFIG] [--set k=v]... [--steps N] [--peak-tflops X] [--json]
             [--gemm M,K,N[,ta,tb]]... [--tiles] [--only gemm,kernels,attention,step] [--optim gpu|cpu] [--quick]
                       Vulkan GEMM TFLOP/s per kernel (--tiles: per coopmat block tile), memory-bound kernel GB/s,
@@ -153,13 +154,13 @@ int cmd_bench(const std::vector<std::string>& args) {
   ALPHA_CHECK(!args.empty() && (args[0] == "cpu" || args[0] == "gpu"), UsageError,
               "[cli] usage: alpha bench cpu [--json] | alpha bench gpu [options] (see alpha --help)");
   if (args[0] == "cpu") {
-    bool json = false, kernels = false, gpt2 = false;
+    bool json = false, kernels = false, gpt2 = false, profile = false;
     for (size_t i = 1; i < args.size(); ++i) {
-      ALPHA_CHECK(args[i] == "--json" || args[i] == "--kernels" || args[i] == "--gpt2", UsageError,
-                  "[cli] unknown option \"{}\" for bench cpu", args[i]);
-      (args[i] == "--json" ? json : args[i] == "--kernels" ? kernels : gpt2) = true;
+      ALPHA_CHECK(args[i] == "--json" || args[i] == "--kernels" || args[i] == "--gpt2" || args[i] == "--profile",
+                  UsageError, "[cli] unknown option \"{}\" for bench cpu", args[i]);
+      (args[i] == "--json" ? json : args[i] == "--kernels" ? kernels : args[i] == "--gpt2" ? gpt2 : profile) = true;
     }
-    run_cpu_bench(json, kernels, gpt2);
+    run_cpu_bench(json, kernels, gpt2, profile);
     return kExitOk;
   }
   GpuBenchOptions o;
