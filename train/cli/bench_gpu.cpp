@@ -344,7 +344,8 @@ void run_gpu_bench(const GpuBenchOptions& o) {
   nlohmann::json out = {{"device", scope.description()},
                         {"model", {{"n_layer", mc.n_layer}, {"n_head", mc.n_head}, {"n_embd", C},
                                    {"block_size", mc.block_size}, {"vocab_size", V}, {"batch", o.batch},
-                                   {"precision", mc.f16 ? "f16" : "f32"}}}};
+                                   {"precision", mc.f16 ? "f16" : "f32"}, {"arch", mc.arch},
+                                   {"n_kv_head", mc.kv_heads()}}}};
   Rng rng(0);
 
   const int warm = o.quick ? 1 : 5, reps = o.quick ? 3 : 20;

@@ -256,9 +256,8 @@ TEST_CASE("hostile checkpoint: a header model larger than the file's tensors is 
   CHECK(load_run_checkpoint(big, /*header_only=*/true).model.n_layer == 1000);  // the header alone is plausible
   std::string msg = error_of<CheckpointError>([&] { load_run_checkpoint(big); });
   const int64_t vocab = f.meta["model"]["vocab_size"].get<int64_t>();
-  // (V + block_size) * C + n_layer * (12 C^2 + LayerNorm and bias vectors) + the final LayerNorm, C = 16
-  const bool bias = f.meta["model"].value("bias", true);
-  const int64_t need = (vocab + 8) * 16 + 1000 * (12 * 16 * 16 + (bias ? 13 : 2) * 16) + (bias ? 2 : 1) * 16;
+  // Exact count with biases: (V + block_size) * C + n_layer * (12 C^2 + 13 C) + 2 C (final LayerNorm).
+  const int64_t need = (vocab + 8) * 16 + 1000 * (12 * 16 * 16 + 13 * 16) + 2 * 16;
   CHECK(has(msg, "parameter values, fewer than the " + std::to_string(need) + " its header's model needs"));
   // Out-of-range shapes are refused from the header alone (retention and export read only headers).
   const std::string odd = rewrite("odd.alph", [](nlohmann::json& m) { m["model"]["n_embd"] = 65537; });
