@@ -16,6 +16,7 @@
 #include "optim/adamw.h"
 #include "optim/clip.h"
 #include "optim/loss_scale.h"
+#include "optim/muon.h"
 #include "optim/schedule.h"
 #include "data/data.h"
 #include "dist/comm.h"
@@ -60,6 +61,9 @@ std::string resolve(const std::string& out_dir, const std::string& p) {
 void refuse_unimplemented(const Config& cfg) {
   ALPHA_CHECK(cfg.data.sampling == "random", ConfigError,
               "[config] \"data.sampling\" \"{}\" is not available yet (supported: random)", cfg.data.sampling);
+  ALPHA_CHECK(cfg.optim.name != "muon" || cfg.optim.device == "cpu", ConfigError,
+              "[config] \"optim.name\" muon with \"optim.device\" gpu is not available yet: Muon keeps its state on "
+              "the host (its Newton-Schulz matmuls still run on the GPU with device vulkan); use optim.device cpu");
 }
 
 // SIGINT/SIGTERM: the first asks the loop to finish its step, save and stop; a second one kills the process at
@@ -224,6 +228,20 @@ class TrainingRun {
   std::optional<DataParallel> dp_;  // mpirun: this rank's share of each step (loop/data_parallel.h)
 };
 
+std::unique_ptr<AdamW> make_muon(const OptimConfig& o, const GPT& model, const AdamWOptions& adamw) {
+  std::vector<bool> mask;
+  for (const auto& [name, p] : model.named_parameters()) mask.push_back(muon_eligible(name, p));
+  MuonOptions mo;
+  mo.lr = o.muon.lr;
+  mo.base_lr = o.lr;
+  mo.momentum = o.muon.momentum;
+  mo.weight_decay = o.muon.weight_decay;
+  mo.nesterov = o.muon.nesterov;
+  mo.ns_steps = o.muon.ns_steps;
+  std::copy(o.muon.ns_coefficients.begin(), o.muon.ns_coefficients.end(), mo.ns_coefficients.begin());
+  return std::make_unique<Muon>(model.parameters(), std::move(mask), adamw, mo);
+}
+
 GPTConfig gpt_config(const ModelConfig& m, int64_t vocab_size) {
   GPTConfig mc{m.n_layer, m.n_head, m.n_embd, m.block_size, vocab_size, m.dropout, m.bias};
   mc.fused_attention = m.attention == "fused";
@@ -243,11 +261,15 @@ TrainingRun::TrainingRun(const Config& cfg, const TrainOptions& opt, Clock::time
                                 data_.split_size(true), cfg.data.path));
   // optim.device: the CPU AdamW (the reference) or vk::GpuAdamW (same state, kept on the GPU).
   const AdamWOptions adamw_opts{cfg.optim.beta1, cfg.optim.beta2, cfg.optim.eps, cfg.optim.weight_decay};
-  optimizer_owner_ =
-      cfg.optim.device == "gpu"
-          ? std::make_unique<vk::GpuAdamW>(*dynamic_cast<vk::VulkanBackend*>(device_.backend()), model_->parameters(),
-                                           adamw_opts)
-          : std::make_unique<AdamW>(model_->parameters(), adamw_opts);
+  if (cfg.optim.name == "muon") {  // optim/muon.h: Muon for the blocks' matrices, AdamW for the rest (host state)
+    optimizer_owner_ = make_muon(cfg.optim, *model_, adamw_opts);
+  } else {
+    optimizer_owner_ =
+        cfg.optim.device == "gpu"
+            ? std::make_unique<vk::GpuAdamW>(*dynamic_cast<vk::VulkanBackend*>(device_.backend()),
+                                             model_->parameters(), adamw_opts)
+            : std::make_unique<AdamW>(model_->parameters(), adamw_opts);
+  }
   gpu_optimizer_ = dynamic_cast<vk::GpuAdamW*>(optimizer_owner_.get());
   dp_.emplace(cfg, *model_);
   dp_->shard_optimizer(*optimizer_owner_);
