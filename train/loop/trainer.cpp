@@ -29,6 +29,7 @@
 #include "metrics/metrics.h"
 #include "metrics/progress.h"
 #include "loop/run_checkpoint.h"
+#include "checkpoint/hf.h"
 #include "checkpoint/safetensors.h"
 #include "model/sample.h"
 #include "vk/adamw.h"
@@ -97,12 +98,14 @@ struct StopSignalScope {
   }
 };
 
-// "init_from": weights from a safetensors file (GPT-2 names) or an ALPH checkpoint (params only; the
-// optimizer, step and RNG streams start fresh).
+// "init_from": weights from a Hugging Face directory (checkpoint/hf.h), a safetensors file (GPT-2 names) or an
+// ALPH checkpoint (params only; the optimizer, step and RNG streams start fresh).
 void init_weights_from(const Config& cfg, GPT& model, const Tokenizer& tok) {
-  ALPHA_CHECK(std::filesystem::is_regular_file(cfg.init_from), CheckpointError,
-              "[checkpoint] init_from \"{}\" does not exist", cfg.init_from);
   const std::string& p = cfg.init_from;
+  if (is_hf_dir(p)) return load_hf_into(model, p, tok);
+  ALPHA_CHECK(std::filesystem::is_regular_file(p), CheckpointError,
+              "[checkpoint] init_from \"{}\" does not exist{}", p,
+              std::filesystem::is_directory(p) ? " as a file, and the directory holds no config.json + model.safetensors" : "");
   if (p.size() >= 12 && p.substr(p.size() - 12) == ".safetensors") {
     load_safetensors_into(model, p, tok);
   } else {
