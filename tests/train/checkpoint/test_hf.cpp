@@ -175,6 +175,36 @@ TEST_CASE("alpha export --hf + init_from DIR through the CLI; refused directorie
   CHECK_MESSAGE(err.find("is not valid JSON") != std::string::npos, err);
 }
 
+TEST_CASE("a gpt2 tokenizer exports as GPT-2's own vocab.json and merges.txt; init_from checks vocab.json") {
+  const fs::path gpt2 = fs::path(ALPHA_FIXTURES_DIR) / "gpt2";
+  const std::unique_ptr<Tokenizer> tok = train_tokenizer("gpt2", "", TokenizerOptions{0, gpt2.string()});
+  Rng rng(1);
+  const GPT m(GPTConfig{1, 2, 8, 8, tok->vocab_size(), 0.0, true}, rng);
+  TempDir d;
+  export_hf((d.path / "hf").string(), m, tok.get());
+  CHECK(nlohmann::json::parse(read_file(d.path / "hf" / "vocab.json")) ==
+        nlohmann::json::parse(read_file(gpt2 / "encoder.json")));
+  // vocab.bpe's lines after its "#version" header, one merge per line.
+  std::string want = read_file(gpt2 / "vocab.bpe"), got = read_file(d.path / "hf" / "merges.txt");
+  while (!want.empty() && want.back() == '\n') want.pop_back();
+  while (!got.empty() && got.back() == '\n') got.pop_back();
+  CHECK(got == want);
+  const auto cfg = nlohmann::json::parse(read_file(d.path / "hf" / "config.json"));
+  CHECK(cfg["bos_token_id"] == 50256);
+  CHECK(cfg["eos_token_id"] == 50256);
+  CHECK(nlohmann::json::parse(read_file(d.path / "hf" / "tokenizer_config.json"))["eos_token"] == "<|endoftext|>");
+  Rng r2(2);
+  GPT back(m.config(), r2);
+  load_hf_into(back, (d.path / "hf").string(), *tok);
+  for (const auto& [n, t] : back.named_parameters()) CHECK_MESSAGE(same_bytes(t, m.parameter(n)), n);
+  // A vocab.json that is not the run's encoder is refused (token ids would mean other text).
+  auto vocab = nlohmann::json::parse(read_file(d.path / "hf" / "vocab.json"));
+  vocab["hello"] = 0;
+  write_file(d.path / "hf" / "vocab.json", vocab.dump());
+  CHECK_THROWS_WITH_AS(load_hf_into(back, (d.path / "hf").string(), *tok),
+                       doctest::Contains("vocab.json differs from the gpt2 tokenizer"), CheckpointError);
+}
+
 TEST_CASE("live: tests/hf_reference.py rebuilds a fresh export in PyTorch and its re-saved directory loads back") {
   const char* py = std::getenv("ALPHA_PYTHON");
   REQUIRE_MESSAGE(py != nullptr, "ALPHA_PYTHON unset: this case runs as ctest test_hf_torch_live");
