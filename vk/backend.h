@@ -87,6 +87,13 @@ class VulkanBackend : public Backend {
                                          const Tensor& rstd, bool has_bias) override;
   Tensor gelu(const Tensor& x) override;
   Tensor gelu_backward(const Tensor& dy, const Tensor& x) override;
+  ops::RMSNormOut rmsnorm(const Tensor& x, const Tensor& w, double eps) override;  // vk/rmsnorm.cpp
+  ops::RMSNormGrads rmsnorm_backward(const Tensor& dy, const Tensor& x, const Tensor& w, const Tensor& rstd) override;
+  Tensor rope(const Tensor& x, const Tensor& cos, const Tensor& sin, int64_t pos0, bool inverse) override;  // vk/rope.cpp
+  Tensor swiglu(const Tensor& gate, const Tensor& up) override;  // vk/swiglu.cpp (with relu2)
+  ops::SwiGLUGrads swiglu_backward(const Tensor& dy, const Tensor& gate, const Tensor& up) override;
+  Tensor relu2(const Tensor& x) override;
+  Tensor relu2_backward(const Tensor& dy, const Tensor& x) override;
   Tensor softmax(const Tensor& x, bool causal) override;
   Tensor softmax_backward(const Tensor& dy, const Tensor& y) override;
   ops::CrossEntropyOut cross_entropy(const Tensor& logits, const Tensor& targets, int64_t ignore_index) override;

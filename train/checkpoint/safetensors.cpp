@@ -105,6 +105,8 @@ nlohmann::json alpha_safetensors_metadata(const GPTConfig& mc, const Tokenizer* 
 }
 
 void export_safetensors(const std::string& path, const GPT& model, const Tokenizer* tok) {
+  ALPHA_CHECK(!model.config().llama(), CheckpointError,
+              "[safetensors] \"{}\": the GPT-2 safetensors layout cannot hold an arch llama model", path);
   write_safetensors(path, gpt2_hf_tensors(model, /*lm_head_names=*/false), alpha_safetensors_metadata(model.config(), tok));
 }
 
@@ -193,6 +195,8 @@ void load_gpt2_tensors_into(GPT& model, NamedTensors& file, const nlohmann::json
                 "[safetensors] init_from \"{}\": its tokenizer differs from the one built from data.path", path);
   }
   const GPTConfig& mc = model.config();
+  ALPHA_CHECK(!mc.llama(), CheckpointError,
+              "[safetensors] init_from \"{}\": the GPT-2 safetensors layout cannot initialise an arch llama model", path);
   for (const auto& [name, shape] : export_layout(mc)) {
     const std::string hf = hf_gpt2_name(name);
     const Tensor* src = find(file, hf);
