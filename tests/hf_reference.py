@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""GPT-2 built in plain PyTorch from a Hugging Face model directory, by the Hugging Face names and config keys.
+"""GPT-2 or Llama built in plain PyTorch from a Hugging Face model directory, by the HF names and config keys.
 
 `transformers` cannot be installed here (no PyPI), so this is GPT2LMHeadModel's forward written out from its
 definition (modeling_gpt2.py): Conv1D layers (y = x @ W + b, W of shape (in, out)), pre-LayerNorm blocks with
@@ -8,6 +8,9 @@ causal attention scaled by 1/sqrt(head size), final LayerNorm, LM head tied to t
 lm_head.weight when the file has one). Everything it needs comes from config.json (n_embd, n_layer, n_head,
 n_positions, vocab_size, layer_norm_epsilon, activation_function, tie_word_embeddings) and model.safetensors
 (GPT2LMHeadModel's names: transformer.h.N.attn.c_attn.weight ...; GPT2Model's unprefixed names also load).
+config.json's model_type "llama" selects LlamaForCausalLM's forward (modeling_llama.py): RMSNorm (rms_norm_eps),
+rotate-half RoPE (rope_theta, head_dim), grouped-query attention (num_key_value_heads), SwiGLU MLP
+(gate_proj, up_proj, down_proj), model.norm, lm_head.weight or the tied model.embed_tokens.weight.
 The safetensors format is parsed by hand (no `safetensors` package either). Computes in float64.
 
   /usr/bin/python3 tests/hf_reference.py DIR [--out LOGITS.json] [--inputs '[[0,1,2],[3,4,5]]'] [--resave DIR2]
@@ -19,7 +22,8 @@ write. Used by tests/train/checkpoint/test_hf.cpp: the committed fixture tests/f
 comes from
   ALPHA_WRITE_HF_FIXTURE=$PWD/tests/fixtures/hf_tiny build/tests/test_hf -tc='*fixture*'
   /usr/bin/python3 tests/hf_reference.py tests/fixtures/hf_tiny --out tests/fixtures/hf_tiny_logits.json
-and the live ctest test_hf_torch_live runs it on a fresh export (registered only where torch imports).
+(the Llama fixture likewise: ALPHA_WRITE_HF_LLAMA_FIXTURE=$PWD/tests/fixtures/hf_llama_tiny ... -tc='Llama*',
+then --out tests/fixtures/hf_llama_tiny_logits.json) and the live ctest test_hf_torch_live runs it on fresh exports (registered only where torch imports).
 """
 import argparse
 import json
@@ -101,8 +105,60 @@ def gpt2_logits(cfg, w, idx):
     return x @ head.T
 
 
+def rms_norm(x, w, eps):
+    # LlamaRMSNorm: x / sqrt(mean(x^2) + eps), times the weight.
+    return w * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps))
+
+
+def rotate_half(x):
+    x1, x2 = x[..., : x.shape[-1] // 2], x[..., x.shape[-1] // 2 :]
+    return torch.cat((-x2, x1), dim=-1)
+
+
+def llama_logits(cfg, w, idx):
+    # LlamaForCausalLM (modeling_llama.py): pre-RMSNorm blocks, rotate-half RoPE on q and k, grouped-query
+    # attention (repeat_kv), SwiGLU MLP down(silu(gate(x)) * up(x)), final norm, lm_head (or the tied embedding).
+    assert cfg["model_type"] == "llama", cfg["model_type"]
+    assert cfg.get("hidden_act", "silu") == "silu" and not cfg.get("rope_scaling")
+    C, L, H = cfg["hidden_size"], cfg["num_hidden_layers"], cfg["num_attention_heads"]
+    Hkv = cfg.get("num_key_value_heads") or H
+    D = cfg.get("head_dim") or C // H
+    eps, theta = cfg.get("rms_norm_eps", 1e-6), cfg.get("rope_theta", 10000.0)
+    w = {k: v.double() for k, v in w.items()}
+    B, T = idx.shape
+    x = w["model.embed_tokens.weight"][idx]
+    inv_freq = 1.0 / (theta ** (torch.arange(0, D, 2, dtype=torch.float64) / D))
+    freqs = torch.outer(torch.arange(T, dtype=torch.float64), inv_freq)
+    emb = torch.cat((freqs, freqs), dim=-1)
+    cos, sin = emb.cos(), emb.sin()  # (T, D)
+    mask = torch.tril(torch.ones(T, T, dtype=torch.bool))
+    for l in range(L):
+        p = f"model.layers.{l}."
+        h = rms_norm(x, w[p + "input_layernorm.weight"], eps)
+        q = (h @ w[p + "self_attn.q_proj.weight"].T).view(B, T, H, D).transpose(1, 2)
+        k = (h @ w[p + "self_attn.k_proj.weight"].T).view(B, T, Hkv, D).transpose(1, 2)
+        v = (h @ w[p + "self_attn.v_proj.weight"].T).view(B, T, Hkv, D).transpose(1, 2)
+        q, k = q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin
+        k, v = k.repeat_interleave(H // Hkv, dim=1), v.repeat_interleave(H // Hkv, dim=1)
+        att = (q @ k.transpose(-2, -1)) / math.sqrt(D)
+        att = att.masked_fill(~mask, float("-inf")).softmax(-1)
+        y = (att @ v).transpose(1, 2).reshape(B, T, H * D)
+        x = x + y @ w[p + "self_attn.o_proj.weight"].T
+        h = rms_norm(x, w[p + "post_attention_layernorm.weight"], eps)
+        gate = torch.nn.functional.silu(h @ w[p + "mlp.gate_proj.weight"].T)
+        x = x + (gate * (h @ w[p + "mlp.up_proj.weight"].T)) @ w[p + "mlp.down_proj.weight"].T
+    x = rms_norm(x, w["model.norm.weight"], eps)
+    tied = cfg.get("tie_word_embeddings", False)
+    head = w["model.embed_tokens.weight"] if tied else w["lm_head.weight"]
+    return x @ head.T
+
+
+def logits_of(cfg, w, idx):
+    return llama_logits(cfg, w, idx) if cfg["model_type"] == "llama" else gpt2_logits(cfg, w, idx)
+
+
 def default_inputs(cfg):
-    V, T = cfg["vocab_size"], min(cfg["n_positions"], 8)
+    V, T = cfg["vocab_size"], min(cfg.get("n_positions", cfg.get("max_position_embeddings", 8)), 8)
     return [[(7 * i + 3) % V for i in range(T)], [(V - 1 - 5 * i) % V for i in range(T)]]
 
 
@@ -118,15 +174,20 @@ def main():
     w, meta = load_safetensors(os.path.join(a.dir, "model.safetensors"))
     inputs = json.loads(a.inputs) if a.inputs else default_inputs(cfg)
     with torch.no_grad():
-        logits = gpt2_logits(cfg, w, torch.tensor(inputs))
+        logits = logits_of(cfg, w, torch.tensor(inputs))
     if a.out:
         with open(a.out, "w") as f:
             json.dump({"inputs": inputs, "shape": list(logits.shape), "logits": [float(v) for v in logits.flatten()]}, f)
         print("wrote", a.out, "shape", list(logits.shape))
     if a.resave:
         os.makedirs(a.resave, exist_ok=True)
-        full = {(k if k.startswith("transformer.") else "transformer." + k): v for k, v in w.items()}
-        full["lm_head.weight"] = full["transformer.wte.weight"].clone()
+        if cfg["model_type"] == "llama":
+            full = dict(w)
+            if "lm_head.weight" not in full:  # tied: write the head anyway, a copy of the embedding
+                full["lm_head.weight"] = full["model.embed_tokens.weight"].clone()
+        else:
+            full = {(k if k.startswith("transformer.") else "transformer." + k): v for k, v in w.items()}
+            full["lm_head.weight"] = full["transformer.wte.weight"].clone()
         save_safetensors(os.path.join(a.resave, "model.safetensors"), full, {"format": "pt"})
         for name in ("config.json", "vocab.json", "merges.txt", "tokenizer_config.json"):
             if os.path.exists(os.path.join(a.dir, name)):

@@ -26,6 +26,8 @@ namespace {
 
 const fs::path kFixture = fs::path(ALPHA_FIXTURES_DIR) / "hf_tiny";
 
+bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
 // Text behind the fixture's byte-level BPE tokenizer (kept here, not in a shared helper, so the fixture never moves).
 const std::string kText =
     "To be, or not to be, that is the question: whether 'tis nobler in the mind to suffer the slings and arrows of "
@@ -38,6 +40,24 @@ std::unique_ptr<Tokenizer> fixture_tokenizer() { return train_tokenizer("bpe", k
 GPT fixture_model(int64_t vocab) {
   Rng rng(2026), noise(7);
   GPT m(GPTConfig{2, 2, 16, 16, vocab, 0.0, true}, rng);
+  for (const auto& [n, t0] : m.named_parameters()) {
+    Tensor t = t0;
+    float* p = t.mutable_data<float>();
+    for (int64_t i = 0; i < t.numel(); ++i) p[i] += static_cast<float>(0.2 * noise.normal());
+  }
+  return m;
+}
+
+// The Llama model behind tests/fixtures/hf_llama_tiny: grouped-query attention (4 heads, 2 kv heads), RoPE base
+// 500, untied head, noise on every tensor (RMSNorm weights included).
+GPT llama_model(int64_t vocab, bool tied = false, int64_t kv = 2) {
+  GPTConfig c{2, 4, 16, 16, vocab, 0.0, false};
+  c.arch = "llama";
+  c.n_kv_head = kv;
+  c.rope_base = 500.0;
+  c.tie_embeddings = tied;
+  Rng rng(2027), noise(8);
+  GPT m(c, rng);
   for (const auto& [n, t0] : m.named_parameters()) {
     Tensor t = t0;
     float* p = t.mutable_data<float>();
@@ -205,7 +225,72 @@ TEST_CASE("a gpt2 tokenizer exports as GPT-2's own vocab.json and merges.txt; in
                        doctest::Contains("vocab.json differs from the gpt2 tokenizer"), CheckpointError);
 }
 
-TEST_CASE("live: tests/hf_reference.py rebuilds a fresh export in PyTorch and its re-saved directory loads back") {
+TEST_CASE("Llama: HF export reproduces tests/fixtures/hf_llama_tiny; torch's LlamaForCausalLM logits match both ways") {
+  const std::unique_ptr<Tokenizer> tok = fixture_tokenizer();
+  const GPT m = llama_model(tok->vocab_size());
+  TempDir d;
+  const fs::path out = d.path / "hf";
+  export_hf(out.string(), m, tok.get());
+  const fs::path fixture = fs::path(ALPHA_FIXTURES_DIR) / "hf_llama_tiny";
+  if (const char* regen = std::getenv("ALPHA_WRITE_HF_LLAMA_FIXTURE"))
+    fs::copy(out, regen, fs::copy_options::overwrite_existing | fs::copy_options::recursive);
+  for (const char* f : {"model.safetensors", "config.json", "vocab.json", "merges.txt", "tokenizer_config.json"}) {
+    CAPTURE(f);
+    REQUIRE(fs::exists(fixture / f));
+    CHECK(read_file(out / f) == read_file(fixture / f));
+  }
+  const auto logits = nlohmann::json::parse(read_file(fs::path(ALPHA_FIXTURES_DIR) / "hf_llama_tiny_logits.json"));
+  CHECK(worst_logit_error(m, logits) < 1e-4);  // Alpha -> HF dir -> PyTorch
+  Rng other(5);
+  GPT back(m.config(), other);
+  load_hf_into(back, fixture.string(), *tok);  // HF dir -> Alpha
+  for (const auto& [n, t] : back.named_parameters()) CHECK_MESSAGE(same_bytes(t, m.parameter(n)), n);
+  CHECK(worst_logit_error(back, logits) < 1e-4);
+  const auto cfg = nlohmann::json::parse(read_file(out / "config.json"));
+  CHECK(cfg["architectures"] == nlohmann::json{"LlamaForCausalLM"});
+  CHECK(cfg["num_key_value_heads"] == 2);
+  CHECK(cfg["intermediate_size"] == m.config().mlp_width());
+  CHECK(cfg["rope_theta"] == 500.0);
+  CHECK(cfg["tie_word_embeddings"] == false);
+  nlohmann::json meta;
+  const NamedTensors st = read_safetensors((out / "model.safetensors").string(), &meta);
+  CHECK(st.size() == m.named_parameters().size());  // 1:1, lm_head.weight included (untied)
+  for (const auto& [n, t] : st) CHECK_MESSAGE(same_bytes(t, m.parameter(n)), n);
+
+  // Refused: config keys that do not describe the model, and blocks LlamaForCausalLM cannot express.
+  auto edited = [&](const char* key, const nlohmann::json& v) -> std::string {
+    auto c = nlohmann::json::parse(read_file(out / "config.json"));
+    c[key] = v;
+    write_file(out / "config.json", c.dump());
+    std::string what;
+    try {
+      load_hf_into(back, out.string(), *tok);
+    } catch (const CheckpointError& e) {
+      what = e.what();
+    }
+    write_file(out / "config.json", hf_llama_config(m.config(), tok.get()).dump());
+    return what;
+  };
+  CHECK(contains(edited("rope_theta", 10000.0), "\"rope_theta\" is 10000.0, the model (model.rope_base) needs 500.0"));
+  CHECK(contains(edited("num_key_value_heads", 4), "\"num_key_value_heads\""));
+  CHECK(contains(edited("tie_word_embeddings", true), "\"tie_word_embeddings\""));
+  CHECK(contains(edited("rope_scaling", nlohmann::json{{"type", "linear"}}), "\"rope_scaling\""));
+  CHECK(contains(edited("model_type", "gpt2"), "\"model_type\" is \"gpt2\""));
+  CHECK(edited("head_dim", 4).empty());  // equal to n_embd / n_head: accepted
+  GPTConfig qk = m.config();
+  qk.qk_norm = true;
+  Rng r3(3);
+  CHECK_THROWS_WITH_AS(export_hf((d.path / "qk").string(), GPT(qk, r3), tok.get()),
+                       doctest::Contains("model.qk_norm has no LlamaForCausalLM equivalent"), CheckpointError);
+  // A GPT-2 directory cannot fill a Llama model, nor the reverse.
+  CHECK_THROWS_WITH_AS(load_hf_into(back, kFixture.string(), *tok), doctest::Contains("\"model_type\" is \"gpt2\""),
+                       CheckpointError);
+  GPT g = fixture_model(tok->vocab_size());
+  CHECK_THROWS_WITH_AS(load_hf_into(g, fixture.string(), *tok), doctest::Contains("\"model_type\" is \"llama\""),
+                       CheckpointError);
+}
+
+TEST_CASE("live: tests/hf_reference.py rebuilds fresh GPT-2 and Llama exports in PyTorch and its re-saved directory loads back") {
   const char* py = std::getenv("ALPHA_PYTHON");
   REQUIRE_MESSAGE(py != nullptr, "ALPHA_PYTHON unset: this case runs as ctest test_hf_torch_live");
   // The noisy fixture model (trained tiny weights are too small to tell one GELU from another), one layer more.
@@ -213,7 +298,9 @@ TEST_CASE("live: tests/hf_reference.py rebuilds a fresh export in PyTorch and it
   const GPT m = fixture_model(tok->vocab_size());
   Rng rng(11);
   GPT deeper(GPTConfig{3, 4, 16, 12, tok->vocab_size(), 0.0, true}, rng);
-  for (const GPT* model : std::vector<const GPT*>{&m, &deeper}) {
+  const GPT llama = llama_model(tok->vocab_size()), llama_mqa = llama_model(tok->vocab_size(), /*tied=*/true, 1);
+  for (const GPT* model : std::vector<const GPT*>{&m, &deeper, &llama, &llama_mqa}) {
+    CAPTURE(model->config().arch);
     TempDir d;
     const fs::path hf = d.path / "hf", resaved = d.path / "torch_hf", logits = d.path / "logits.json";
     export_hf(hf.string(), *model, tok.get());
