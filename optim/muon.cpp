@@ -23,20 +23,23 @@ inline float lerp(float self, float end, float w) {
 
 }  // namespace
 
-Tensor newton_schulz(const Tensor& g, int64_t steps, const std::array<double, 3>& abc) {
+Tensor newton_schulz(const Tensor& g, int64_t steps, const std::array<double, 3>& abc, DType dtype) {
   ALPHA_CHECK(g.dim() == 2, ShapeError, "[muon] Newton-Schulz needs a 2-D matrix, got {}", g.str());
   ALPHA_CHECK(g.dtype() == DType::f32, DTypeError, "[muon] Newton-Schulz needs f32, got {}", g.str());
   ALPHA_CHECK(steps >= 1, ValueError, "[muon] ns_steps must be >= 1, got {}", steps);
+  ALPHA_CHECK(dtype == DType::f32 || dtype == DType::f16, DTypeError, "[muon] Newton-Schulz runs in f32 or f16");
   const auto [a, b, c] = abc;
   const bool tall = g.size(0) > g.size(1);
   Tensor x = ops::contiguous(tall ? g.transpose(0, 1) : g);  // (m, n), m <= n
   const Tensor norm = ops::add_scalar(ops::sqrt(ops::sum_all(ops::mul(x, x))), 1e-7);  // 0-d: |X|_F + eps
   x = ops::div(x, norm);  // spectral norm <= 1, inside the iteration's basin
+  if (dtype != DType::f32) x = ops::cast(x, dtype);
   for (int64_t s = 0; s < steps; ++s) {
     const Tensor A = ops::matmul(x, x, false, true);                                 // X X^T (m, m)
     const Tensor B = ops::add(ops::scale(A, b), ops::scale(ops::matmul(A, A), c));   // b A + c A A (m, m)
     x = ops::add(ops::scale(x, a), ops::matmul(B, x));                               // a X + B X (m, n)
   }
+  if (dtype != DType::f32) x = ops::cast(x, DType::f32);
   return tall ? ops::contiguous(x.transpose(0, 1)) : x;
 }
 
@@ -100,7 +103,7 @@ void Muon::step(double lr) {
         if (up) up[k] = lerp(gp[k], mp[k], w_nes);     // g.lerp_(buf, momentum)
       }
     });
-    const Tensor o = newton_schulz(u, muon_.ns_steps, muon_.ns_coefficients);
+    const Tensor o = newton_schulz(u, muon_.ns_steps, muon_.ns_coefficients, muon_.ns_dtype);
     const double rows = static_cast<double>(p.size(0)), cols = static_cast<double>(p.size(1));
     const float shape_scale = static_cast<float>(std::sqrt(std::max(1.0, rows / cols)));
     const float decay = static_cast<float>(1.0 - mlr * muon_.weight_decay), neg_lr = static_cast<float>(-mlr);

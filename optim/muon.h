@@ -24,12 +24,15 @@ struct MuonOptions {
   bool nesterov = true;
   int64_t ns_steps = 5;
   std::array<double, 3> ns_coefficients{3.4445, -4.7750, 2.0315};  // (a, b, c): modded-nanogpt's quintic
+  DType ns_dtype = DType::f32;  // f16: the iteration's matmuls on f16 operands (the GPU's cooperative-matrix GEMMs)
 };
 
 // Newton-Schulz quintic iteration on g (rows, cols) f32: X = g / (|g|_F + 1e-7), transposed when rows > cols so
-// X X^T is the smaller Gram matrix; then `steps` times A = X X^T, B = b A + c A A, X = a X + B X. Returns f32
-// (rows, cols). Throws ShapeError for non-2-D g, ValueError for steps < 1.
-Tensor newton_schulz(const Tensor& g, int64_t steps, const std::array<double, 3>& abc);
+// X X^T is the smaller Gram matrix; then `steps` times A = X X^T, B = b A + c A A, X = a X + B X, with X, A, B
+// stored in `dtype` (f32, or f16 like modded-nanogpt's bf16: on the GPU its matmuls take the f16 tensor-core
+// GEMMs; on the CPU every f16 op computes in f32 and rounds). Returns f32 (rows, cols). Throws ShapeError for
+// non-2-D g, ValueError for steps < 1.
+Tensor newton_schulz(const Tensor& g, int64_t steps, const std::array<double, 3>& abc, DType dtype = DType::f32);
 
 // Which parameters Muon takes: 2-D and inside a transformer block, i.e. the name has an all-digit component
 // ("transformer.h.3.attn.c_attn.weight", "model.layers.0.mlp.up_proj.weight"); embeddings, the LM head and the

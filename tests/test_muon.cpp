@@ -94,6 +94,22 @@ TEST_CASE("Newton-Schulz matches modded-nanogpt's zeropower_via_newtonschulz5 (f
   }
 }
 
+TEST_CASE("Newton-Schulz in f16 (optim.muon.ns_dtype) stays within f16 rounding of the f32 reference") {
+  const json fx = load_fixture();
+  for (const auto& c : fx["newton_schulz"]) {
+    const Shape shape = c["shape"].get<std::vector<int64_t>>();
+    const Tensor g = Tensor::from_vector(to_floats(c["g"]), shape);
+    const Tensor out = newton_schulz(g, c["steps"].get<int64_t>(), coeffs(c["coefficients"]), DType::f16);
+    CHECK(out.dtype() == DType::f32);
+    CHECK(out.shape() == shape);
+    const double e = max_err(out, to_floats(c["out"]));
+    INFO("shape " << shape_str(shape) << ": f16 error " << e);
+    CHECK(e < 2e-2);
+    CHECK(e > 1e-5);  // it did round through f16
+  }
+  CHECK_THROWS_AS(newton_schulz(Tensor::zeros({2, 2}), 5, {3.4445, -4.7750, 2.0315}, DType::f64), DTypeError);
+}
+
 TEST_CASE("Newton-Schulz output is close to orthogonal: singular values of X X^T near 1 (X wide)") {
   Rng rng(3);
   std::vector<float> gv(16 * 40);

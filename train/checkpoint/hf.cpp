@@ -254,7 +254,9 @@ void export_hf(const std::string& dir, const GPT& model, const Tokenizer* tok) {
   write_tokenizer_files(d, mc, tok);
 }
 
-void load_hf_into(GPT& model, const std::string& dir, const Tokenizer& tok) {
+namespace {
+
+void load_hf(GPT& model, const std::string& dir, const Tokenizer& tok) {
   const fs::path d(dir), cfg_path = d / "config.json";
   const nlohmann::json cfg = read_json(cfg_path);
   ALPHA_CHECK(cfg.is_object(), CheckpointError, "[checkpoint] init_from \"{}\" is not a JSON object", cfg_path.string());
@@ -304,6 +306,16 @@ void load_hf_into(GPT& model, const std::string& dir, const Tokenizer& tok) {
               st_path);
   check_vocab_json(d, tok);
   load_gpt2_tensors_into(model, file, meta.is_object() ? meta : nlohmann::json::object(), st_path, tok);
+}
+
+}  // namespace
+
+void load_hf_into(GPT& model, const std::string& dir, const Tokenizer& tok) {
+  try {
+    load_hf(model, dir, tok);
+  } catch (const nlohmann::json::exception& e) {  // a key of the wrong JSON type
+    throw CheckpointError(fmt::format("[checkpoint] init_from \"{}\": bad config.json or metadata: {}", dir, e.what()));
+  }
 }
 
 }  // namespace alpha

@@ -495,6 +495,8 @@ Config parse_config(const json& j) {
   mu.weight_decay = get_double(j, "optim.muon.weight_decay", d.optim.muon.weight_decay, {0, false}, {kInf, true});
   mu.nesterov = get_bool(j, "optim.muon.nesterov", d.optim.muon.nesterov);
   mu.ns_steps = get_int(j, "optim.muon.ns_steps", d.optim.muon.ns_steps, 1, 100);
+  mu.ns_dtype = get_string(j, "optim.muon.ns_dtype", d.optim.muon.ns_dtype);
+  check_choice("optim.muon.ns_dtype", mu.ns_dtype, {"f32", "f16"});
   if (const json* v = lookup(j, "optim.muon.ns_coefficients")) {
     if (!v->is_array() || v->size() != 3 || !std::all_of(v->begin(), v->end(), [](const json& x) {
           return x.is_number() && std::isfinite(x.get<double>());
@@ -627,7 +629,7 @@ json config_to_json(const Config& c) {
         {"grad_clip", o.grad_clip}, {"device", o.device}, {"zero", o.zero}, {"name", o.name},
         {"muon", {{"lr", o.muon.lr}, {"momentum", o.muon.momentum}, {"weight_decay", o.muon.weight_decay},
                   {"nesterov", o.muon.nesterov}, {"ns_steps", o.muon.ns_steps},
-                  {"ns_coefficients", o.muon.ns_coefficients}}}}},
+                  {"ns_coefficients", o.muon.ns_coefficients}, {"ns_dtype", o.muon.ns_dtype}}}}},
       {"checkpoint", {{"interval", c.checkpoint.interval}, {"keep_last", c.checkpoint.keep_last}}},
       {"metrics", {{"path", c.metrics.path}, {"profile", c.metrics.profile}, {"peak_tflops", c.metrics.peak_tflops},
                    {"http", {{"url", c.metrics.http.url}, {"token_env", c.metrics.http.token_env},

@@ -57,6 +57,7 @@ struct MuonConfig {
   bool nesterov = true;
   int64_t ns_steps = 5;
   std::vector<double> ns_coefficients{3.4445, -4.7750, 2.0315};  // (a, b, c) of the Newton-Schulz quintic
+  std::string ns_dtype = "f32";  // f32 | f16 (the iteration's matmuls on f16 operands: tensor cores on the GPU)
   bool operator==(const MuonConfig&) const = default;
 };
 

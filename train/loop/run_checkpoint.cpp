@@ -115,7 +115,8 @@ std::string save_run_checkpoint(const Config& cfg, const Tokenizer& tok, const G
   if (const auto* mu = dynamic_cast<const Muon*>(&opt)) {  // its momentum buffers ride in the exp_avg slots
     const MuonOptions& mo = mu->muon_options();
     optimizer["muon"] = {{"lr", mo.lr}, {"momentum", mo.momentum}, {"weight_decay", mo.weight_decay},
-                         {"nesterov", mo.nesterov}, {"ns_steps", mo.ns_steps}, {"ns_coefficients", mo.ns_coefficients}};
+                         {"nesterov", mo.nesterov}, {"ns_steps", mo.ns_steps}, {"ns_coefficients", mo.ns_coefficients},
+                         {"ns_dtype", mo.ns_dtype == DType::f16 ? "f16" : "f32"}};
   }
   nlohmann::json meta = {
       {"format", "alpha.train_checkpoint"},

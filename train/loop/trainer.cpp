@@ -103,9 +103,9 @@ struct StopSignalScope {
 void init_weights_from(const Config& cfg, GPT& model, const Tokenizer& tok) {
   const std::string& p = cfg.init_from;
   if (is_hf_dir(p)) return load_hf_into(model, p, tok);
-  ALPHA_CHECK(std::filesystem::is_regular_file(p), CheckpointError,
-              "[checkpoint] init_from \"{}\" does not exist{}", p,
-              std::filesystem::is_directory(p) ? " as a file, and the directory holds no config.json + model.safetensors" : "");
+  const bool dir = std::filesystem::is_directory(p);
+  ALPHA_CHECK(std::filesystem::is_regular_file(p), CheckpointError, "[checkpoint] init_from \"{}\" does not exist{}", p,
+              dir ? " as a file, and the directory holds no config.json + model.safetensors" : "");
   if (p.size() >= 12 && p.substr(p.size() - 12) == ".safetensors") {
     load_safetensors_into(model, p, tok);
   } else {
@@ -241,6 +241,7 @@ std::unique_ptr<AdamW> make_muon(const OptimConfig& o, const GPT& model, const A
   mo.weight_decay = o.muon.weight_decay;
   mo.nesterov = o.muon.nesterov;
   mo.ns_steps = o.muon.ns_steps;
+  mo.ns_dtype = o.muon.ns_dtype == "f16" ? DType::f16 : DType::f32;
   std::copy(o.muon.ns_coefficients.begin(), o.muon.ns_coefficients.end(), mo.ns_coefficients.begin());
   return std::make_unique<Muon>(model.parameters(), std::move(mask), adamw, mo);
 }

@@ -243,7 +243,10 @@ TEST_CASE("optim.name muon: exact resume (momentum in the exp_avg slots), a real
 }
 
 TEST_CASE("optim.name muon on the Vulkan device (lavapipe): Newton-Schulz matmuls dispatched to the GPU, exact resume") {
-  TempDir a, b;
-  check_exact_resume(a, b, {"optim.name=muon", "device=vulkan", "dispatch.threshold=0", "dispatch.matmul_threshold=0"},
-                     6, 3, 6);
+  for (const char* dtype : {"f32", "f16"}) {  // f16: the f16 GEMM kernels (cooperative matrices where the GPU has them)
+    CAPTURE(dtype);
+    TempDir a, b;
+    check_exact_resume(a, b, {"optim.name=muon", std::string("optim.muon.ns_dtype=") + dtype, "device=vulkan",
+                              "dispatch.threshold=0", "dispatch.matmul_threshold=0"}, 6, 3, 6);
+  }
 }

@@ -190,6 +190,8 @@ TEST_CASE("alpha export --hf + init_from DIR through the CLI; refused directorie
   CHECK_MESSAGE(err.find("less than model.block_size 8") != std::string::npos, err);
   CHECK(edited("tie_word_embeddings", false) == kExitCheckpoint);
   CHECK(edited("layer_norm_epsilon", 1e-6) == kExitCheckpoint);
+  CHECK(edited("tie_word_embeddings", "yes") == kExitCheckpoint);  // wrong JSON type: a checkpoint error too
+  CHECK_MESSAGE(err.find("bad config.json or metadata") != std::string::npos, err);
   write_file(hf / "config.json", "{");
   CHECK(cli(bpe({"train", cfg_e, "--quiet", "--set", "init_from=" + hf.string()}), &err) == kExitCheckpoint);
   CHECK_MESSAGE(err.find("is not valid JSON") != std::string::npos, err);
