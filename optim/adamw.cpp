@@ -112,7 +112,7 @@ void AdamW::step(double lr) {
                      static_cast<float>(opt_.eps),
                      static_cast<float>(-(lr / bc1))};
   for (size_t i = 0; i < params_.size(); ++i) {
-    if (!grads[i].defined()) continue;
+    if (!grads[i].defined() || (!excluded_.empty() && excluded_[i])) continue;
     update_param(params_[i], grads[i], exp_avg_[i], exp_avg_sq_[i], c, params_[i].dim() >= 2);
   }
 }

@@ -26,6 +26,7 @@ class AdamW {
   // per-param counters: they differ only when some params get no grad), and bias correction uses the new value.
   virtual void step(double lr);
   void zero_grad();  // sets every param's grad undefined
+  virtual const char* name() const { return "adamw"; }  // the checkpoint's "optimizer.type"
 
   int64_t step_count() const { return step_count_; }
   void set_step_count(int64_t n);  // for checkpoint resume; n >= 0
@@ -34,6 +35,11 @@ class AdamW {
   std::vector<Tensor>& exp_avg() { return exp_avg_; }
   std::vector<Tensor>& exp_avg_sq() { return exp_avg_sq_; }
   const AdamWOptions& options() const { return opt_; }
+
+ protected:
+  // Params another update rule owns (optim/muon.h): step() validates their grads and state like any other but
+  // leaves them, their m and v, untouched. Empty = AdamW updates every param.
+  std::vector<char> excluded_;
 
  private:
   std::vector<Tensor> params_;

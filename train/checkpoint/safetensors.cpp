@@ -57,31 +57,35 @@ bool hf_gpt2_transposed(const std::string& ours) {
                     ours.find(".mlp.c_fc.") != std::string::npos || ours.find(".mlp.c_proj.") != std::string::npos);
 }
 
-void export_safetensors(const std::string& path, const GPT& model, const Tokenizer* tok) {
-  const GPTConfig& mc = model.config();
-  ALPHA_CHECK(!mc.llama(), CheckpointError,
-              "[safetensors] \"{}\": the GPT-2 safetensors layout cannot hold an arch llama model", path);
-  nlohmann::json header = nlohmann::json::object();
-  std::string data;
-  for (const auto& [name, shape] : export_layout(mc)) {
-    std::vector<float> vals;
+std::vector<SafetensorEntry> gpt2_hf_tensors(const GPT& model, bool lm_head_names) {
+  std::vector<SafetensorEntry> out;
+  for (const auto& [name, shape] : export_layout(model.config())) {
+    SafetensorEntry e{lm_head_names ? name : hf_gpt2_name(name), shape, {}};
     const Tensor* t = find(model.named_parameters(), name);
     if (!t) {
-      vals.assign(static_cast<size_t>(shape_numel(shape)), 0.0f);  // bias of a bias=false model
+      e.values.assign(static_cast<size_t>(shape_numel(shape)), 0.0f);  // bias of a bias=false model
     } else {
       const Tensor c = t->contiguous();
       const float* p = c.data<float>();
-      vals = hf_gpt2_transposed(name) ? transposed(p, c.size(0), c.size(1))
-                                      : std::vector<float>(p, p + c.numel());
+      e.values = hf_gpt2_transposed(name) ? transposed(p, c.size(0), c.size(1)) : std::vector<float>(p, p + c.numel());
     }
-    const size_t begin = data.size();
-    data.append(reinterpret_cast<const char*>(vals.data()), vals.size() * sizeof(float));
-    header[hf_gpt2_name(name)] = {{"dtype", "F32"}, {"shape", shape}, {"data_offsets", {begin, data.size()}}};
+    out.push_back(std::move(e));
   }
-  nlohmann::json mj = {{"n_layer", mc.n_layer}, {"n_head", mc.n_head}, {"n_embd", mc.n_embd},
-                       {"block_size", mc.block_size}, {"vocab_size", mc.vocab_size}, {"bias", mc.bias}};
-  header["__metadata__"] = {{"format", "pt"}, {"alpha.model", mj.dump()}, {"alpha.bias", mc.bias ? "true" : "false"}};
-  if (tok) header["__metadata__"]["alpha.tokenizer"] = tok->to_json().dump();
+  return out;
+}
+
+void write_safetensors(const std::string& path, const std::vector<SafetensorEntry>& entries,
+                       const nlohmann::json& metadata) {
+  nlohmann::json header = nlohmann::json::object();
+  std::string data;
+  for (const SafetensorEntry& e : entries) {
+    ALPHA_CHECK(static_cast<int64_t>(e.values.size()) == shape_numel(e.shape), ValueError,
+                "[safetensors] tensor \"{}\" has {} values for shape {}", e.name, e.values.size(), shape_str(e.shape));
+    const size_t begin = data.size();
+    data.append(reinterpret_cast<const char*>(e.values.data()), e.values.size() * sizeof(float));
+    header[e.name] = {{"dtype", "F32"}, {"shape", e.shape}, {"data_offsets", {begin, data.size()}}};
+  }
+  header["__metadata__"] = metadata;
   std::string h = header.dump();
   h.resize((h.size() + 7) / 8 * 8, ' ');
   std::string file(8, '\0');
@@ -90,6 +94,20 @@ void export_safetensors(const std::string& path, const GPT& model, const Tokeniz
   file += h;
   file += data;
   write_file_atomic(path, file);
+}
+
+nlohmann::json alpha_safetensors_metadata(const GPTConfig& mc, const Tokenizer* tok) {
+  nlohmann::json mj = {{"n_layer", mc.n_layer}, {"n_head", mc.n_head}, {"n_embd", mc.n_embd},
+                       {"block_size", mc.block_size}, {"vocab_size", mc.vocab_size}, {"bias", mc.bias}};
+  nlohmann::json meta = {{"format", "pt"}, {"alpha.model", mj.dump()}, {"alpha.bias", mc.bias ? "true" : "false"}};
+  if (tok) meta["alpha.tokenizer"] = tok->to_json().dump();
+  return meta;
+}
+
+void export_safetensors(const std::string& path, const GPT& model, const Tokenizer* tok) {
+  ALPHA_CHECK(!model.config().llama(), CheckpointError,
+              "[safetensors] \"{}\": the GPT-2 safetensors layout cannot hold an arch llama model", path);
+  write_safetensors(path, gpt2_hf_tensors(model, /*lm_head_names=*/false), alpha_safetensors_metadata(model.config(), tok));
 }
 
 NamedTensors read_safetensors(const std::string& path, nlohmann::json* metadata) {
@@ -156,12 +174,17 @@ NamedTensors read_safetensors(const std::string& path, nlohmann::json* metadata)
 void load_safetensors_into(GPT& model, const std::string& path, const Tokenizer& tok) {
   nlohmann::json meta;
   NamedTensors file = read_safetensors(path, &meta);
+  load_gpt2_tensors_into(model, file, meta, path, tok);
+}
+
+void load_gpt2_tensors_into(GPT& model, NamedTensors& file, const nlohmann::json& meta, const std::string& path,
+                            const Tokenizer& tok) {
   for (auto& [n, t] : file)
     if (n.rfind(kPrefix, 0) == 0) n = n.substr(std::strlen(kPrefix));  // GPT2LMHeadModel-style names
   if (meta.is_object() && meta.contains("alpha.tokenizer")) {
     nlohmann::json tj;
     try {
-      const std::string text = meta["alpha.tokenizer"].get<std::string>();
+      const std::string text = meta.at("alpha.tokenizer").get<std::string>();
       ALPHA_CHECK(json_nesting_depth(text) <= kMaxJsonDepth, CheckpointError,
                   "[safetensors] \"{}\": alpha.tokenizer metadata nested deeper than {} levels", path, kMaxJsonDepth);
       tj = nlohmann::json::parse(text);

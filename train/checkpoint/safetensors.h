@@ -5,6 +5,7 @@
 // (LayerNorm and Linear), so HF's GPT2Model loads the file unchanged; the tied LM head is not written.
 #pragma once
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -19,6 +20,24 @@ std::string hf_gpt2_name(const std::string& ours);
 // True for the block weights HF stores as Conv1D (in, out): attn.c_attn, attn.c_proj, mlp.c_fc, mlp.c_proj.
 bool hf_gpt2_transposed(const std::string& ours);
 
+// One F32 tensor to write: its name, shape and row-major values.
+struct SafetensorEntry {
+  std::string name;
+  Shape shape;
+  std::vector<float> values;
+};
+
+// Writes the entries in order (crash-safely) with `metadata` as "__metadata__" (a JSON object of strings).
+void write_safetensors(const std::string& path, const std::vector<SafetensorEntry>& entries,
+                       const nlohmann::json& metadata);
+
+// `model`'s weights in GPT-2 HF layout (Conv1D weights transposed, zero biases for a bias=false model), named
+// like GPT2Model ("h.0.attn.c_attn.weight") or, with lm_head_names, like GPT2LMHeadModel
+// ("transformer.h.0.attn.c_attn.weight"; the tied lm_head.weight is not written, as HF's save_pretrained does).
+std::vector<SafetensorEntry> gpt2_hf_tensors(const GPT& model, bool lm_head_names);
+// Metadata of Alpha's exports: format "pt", alpha.model, alpha.bias, alpha.tokenizer (when `tok` is given).
+nlohmann::json alpha_safetensors_metadata(const GPTConfig& mc, const Tokenizer* tok);
+
 // Writes `model`'s weights (crash-safely) with metadata: format "pt", alpha.model (JSON of the GPT config),
 // alpha.bias, alpha.tokenizer (JSON, when `tok` is given). Throws CheckpointError on I/O failure.
 void export_safetensors(const std::string& path, const GPT& model, const Tokenizer* tok);
@@ -30,5 +49,8 @@ NamedTensors read_safetensors(const std::string& path, nlohmann::json* metadata)
 // (transposed) shape; wpe may have more rows than block_size (cropped, like nanoGPT); a bias the model lacks
 // must be all zeros in the file. If the file records a tokenizer it must equal `tok`. CheckpointError otherwise.
 void load_safetensors_into(GPT& model, const std::string& path, const Tokenizer& tok);
+// The same from tensors already read (names with or without the "transformer." prefix; renamed in place).
+void load_gpt2_tensors_into(GPT& model, NamedTensors& file, const nlohmann::json& meta, const std::string& path,
+                            const Tokenizer& tok);
 
 }  // namespace alpha

@@ -469,6 +469,8 @@ Config parse_config(const json& j) {
   t.sample_tokens = get_int(j, "train.sample_tokens", d.train.sample_tokens, 0, kMaxCount);
 
   auto& o = c.optim;
+  o.name = get_string(j, "optim.name", d.optim.name);
+  check_choice("optim.name", o.name, {"adamw", "muon"});
   o.lr = get_double(j, "optim.lr", d.optim.lr, {0, true}, {kInf, true});
   o.min_lr = get_double(j, "optim.min_lr", d.optim.min_lr, {0, false}, {kInf, true});
   if (o.min_lr > o.lr) {
@@ -487,6 +489,22 @@ Config parse_config(const json& j) {
   o.device = get_string(j, "optim.device", d.optim.device);
   check_choice("optim.device", o.device, {"cpu", "gpu"});
   o.zero = get_int(j, "optim.zero", d.optim.zero, 0, 1);
+  auto& mu = o.muon;
+  mu.lr = get_double(j, "optim.muon.lr", d.optim.muon.lr, {0, false}, {kInf, true});
+  mu.momentum = get_double(j, "optim.muon.momentum", d.optim.muon.momentum, {0, false}, {1, true});
+  mu.weight_decay = get_double(j, "optim.muon.weight_decay", d.optim.muon.weight_decay, {0, false}, {kInf, true});
+  mu.nesterov = get_bool(j, "optim.muon.nesterov", d.optim.muon.nesterov);
+  mu.ns_steps = get_int(j, "optim.muon.ns_steps", d.optim.muon.ns_steps, 1, 100);
+  mu.ns_dtype = get_string(j, "optim.muon.ns_dtype", d.optim.muon.ns_dtype);
+  check_choice("optim.muon.ns_dtype", mu.ns_dtype, {"f32", "f16"});
+  if (const json* v = lookup(j, "optim.muon.ns_coefficients")) {
+    if (!v->is_array() || v->size() != 3 || !std::all_of(v->begin(), v->end(), [](const json& x) {
+          return x.is_number() && std::isfinite(x.get<double>());
+        }))
+      throw ConfigError(fmt::format("[config] \"optim.muon.ns_coefficients\" must be 3 finite numbers [a, b, c], got {}",
+                                    describe(*v)));
+    mu.ns_coefficients = v->get<std::vector<double>>();
+  }
 
   c.checkpoint.interval = get_int(j, "checkpoint.interval", d.checkpoint.interval, 1, kMaxCount);
   c.checkpoint.keep_last = get_int(j, "checkpoint.keep_last", d.checkpoint.keep_last, 1, kMaxCount);
@@ -608,7 +626,10 @@ json config_to_json(const Config& c) {
        {{"lr", o.lr}, {"min_lr", o.min_lr}, {"warmup_steps", o.warmup_steps}, {"schedule", o.schedule},
         {"decay_steps", o.decay_steps}, {"wsd_decay_fraction", o.wsd_decay_fraction},
         {"weight_decay", o.weight_decay}, {"beta1", o.beta1}, {"beta2", o.beta2}, {"eps", o.eps},
-        {"grad_clip", o.grad_clip}, {"device", o.device}, {"zero", o.zero}}},
+        {"grad_clip", o.grad_clip}, {"device", o.device}, {"zero", o.zero}, {"name", o.name},
+        {"muon", {{"lr", o.muon.lr}, {"momentum", o.muon.momentum}, {"weight_decay", o.muon.weight_decay},
+                  {"nesterov", o.muon.nesterov}, {"ns_steps", o.muon.ns_steps},
+                  {"ns_coefficients", o.muon.ns_coefficients}, {"ns_dtype", o.muon.ns_dtype}}}}},
       {"checkpoint", {{"interval", c.checkpoint.interval}, {"keep_last", c.checkpoint.keep_last}}},
       {"metrics", {{"path", c.metrics.path}, {"profile", c.metrics.profile}, {"peak_tflops", c.metrics.peak_tflops},
                    {"http", {{"url", c.metrics.http.url}, {"token_env", c.metrics.http.token_env},

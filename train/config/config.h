@@ -51,7 +51,18 @@ struct TrainConfig {
   bool operator==(const TrainConfig&) const = default;
 };
 
+// optim.muon: Muon for the blocks' 2-D matrices when optim.name is "muon" (optim/muon.h).
+struct MuonConfig {
+  double lr = 0.02, momentum = 0.95, weight_decay = 0.0;  // lr: Muon's peak; the schedule scales it like optim.lr
+  bool nesterov = true;
+  int64_t ns_steps = 5;
+  std::vector<double> ns_coefficients{3.4445, -4.7750, 2.0315};  // (a, b, c) of the Newton-Schulz quintic
+  std::string ns_dtype = "f32";  // f32 | f16 (the iteration's matmuls on f16 operands: tensor cores on the GPU)
+  bool operator==(const MuonConfig&) const = default;
+};
+
 struct OptimConfig {
+  std::string name = "adamw";  // adamw | muon (Muon for block matrices, AdamW for the rest)
   double lr = 1e-3, min_lr = 1e-4;
   int64_t warmup_steps = 100;
   std::string schedule = "cosine";  // constant | cosine | linear | wsd
@@ -60,6 +71,7 @@ struct OptimConfig {
   double grad_clip = 1.0;  // max global gradient norm; 0 = off
   std::string device = "cpu";  // where AdamW runs: cpu (the reference) | gpu (vk::GpuAdamW; needs a GPU device)
   int64_t zero = 0;  // 1: ZeRO-1, the AdamW state sharded over MPI ranks (loop/data_parallel.h)
+  MuonConfig muon;
   bool operator==(const OptimConfig&) const = default;
 };
 

@@ -142,6 +142,10 @@ std::unique_ptr<Tokenizer> train_tokenizer(const std::string& kind, const std::s
                                            const TokenizerOptions& options = {});
 std::unique_ptr<Tokenizer> tokenizer_from_json(const nlohmann::json& j);
 
+// Raw bytes in GPT-2's byte alphabet (bytes_to_unicode: printable Latin-1 bytes as themselves, the other 68 as
+// U+0100..), UTF-8 encoded: how vocab.json and merges.txt spell byte-level BPE tokens.
+std::string gpt2_alphabet(std::string_view bytes);
+
 // UTF-8 helpers: invalid bytes decode as U+FFFD so arbitrary files never crash the tokenizer.
 std::vector<uint32_t> utf8_decode(const std::string& s);
 void utf8_append(std::string& out, uint32_t cp);

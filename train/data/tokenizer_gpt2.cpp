@@ -161,6 +161,21 @@ Gpt2Tokenizer::Gpt2Tokenizer(const nlohmann::json& encoder, std::vector<std::str
   }
 }
 
+std::string gpt2_alphabet(std::string_view bytes) {
+  static const std::array<uint32_t, 256> m = byte_to_unicode();
+  std::string out;
+  for (const char ch : bytes) {
+    const uint32_t cp = m[static_cast<unsigned char>(ch)];  // < 0x800: one or two UTF-8 bytes
+    if (cp < 0x80) {
+      out += static_cast<char>(cp);
+    } else {
+      out += static_cast<char>(0xc0 | (cp >> 6));
+      out += static_cast<char>(0x80 | (cp & 0x3f));
+    }
+  }
+  return out;
+}
+
 nlohmann::json Gpt2Tokenizer::to_json() const {
   nlohmann::json enc = nlohmann::json::object();
   for (size_t id = 0; id < encoder_.size(); ++id) enc[encoder_[id]] = id;

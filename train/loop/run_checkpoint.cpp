@@ -110,6 +110,14 @@ std::string save_run_checkpoint(const Config& cfg, const Tokenizer& tok, const G
   const GPTConfig& mc = model.config();
   const ScheduleOptions sched = schedule_from_config(cfg);
   const AdamWOptions& ao = opt.options();
+  nlohmann::json optimizer = {{"type", opt.name()}, {"beta1", ao.beta1}, {"beta2", ao.beta2}, {"eps", ao.eps},
+                              {"weight_decay", ao.weight_decay}, {"step_count", opt.step_count()}};
+  if (const auto* mu = dynamic_cast<const Muon*>(&opt)) {  // its momentum buffers ride in the exp_avg slots
+    const MuonOptions& mo = mu->muon_options();
+    optimizer["muon"] = {{"lr", mo.lr}, {"momentum", mo.momentum}, {"weight_decay", mo.weight_decay},
+                         {"nesterov", mo.nesterov}, {"ns_steps", mo.ns_steps}, {"ns_coefficients", mo.ns_coefficients},
+                         {"ns_dtype", mo.ns_dtype == DType::f16 ? "f16" : "f32"}};
+  }
   nlohmann::json meta = {
       {"format", "alpha.train_checkpoint"},
       {"alpha_version", ALPHA_VERSION},
@@ -125,8 +133,7 @@ std::string save_run_checkpoint(const Config& cfg, const Tokenizer& tok, const G
       {"rng", {{"init", rng_json(st.init)}, {"data", rng_json(st.data)}, {"dropout", rng_json(st.dropout)},
                {"eval", rng_json(st.eval)}, {"sample", rng_json(st.sample)}}},
       {"data_cursor", {{"sampling", cfg.data.sampling}, {"rng", rng_json(st.data)}}},
-      {"optimizer", {{"type", "adamw"}, {"beta1", ao.beta1}, {"beta2", ao.beta2}, {"eps", ao.eps},
-                     {"weight_decay", ao.weight_decay}, {"step_count", opt.step_count()}}},
+      {"optimizer", optimizer},
       {"eval", {{"step", st.eval_step}, {"train_loss", num_or_null(st.train_loss)}, {"val_loss", num_or_null(st.val_loss)}}},
       {"guard", guard_state_json(st.guard)},
       {"loss_scale", {{"scale", st.loss_scale.scale}, {"good_steps", st.loss_scale.good_steps},
@@ -184,6 +191,7 @@ RunCheckpoint load_run_checkpoint(const std::string& path, bool header_only) {
     s.train_loss = num_from(m.at("eval").at("train_loss"));
     s.val_loss = num_from(m.at("eval").at("val_loss"));
     ck.optimizer_step = m.at("optimizer").at("step_count").get<int64_t>();
+    ck.optimizer_type = m.at("optimizer").value("type", std::string("adamw"));
     if (m.contains("guard")) s.guard = guard_state_from_json(m.at("guard"));  // absent before issue 9
     if (m.contains("loss_scale")) {  // absent before f16 mode: the defaults
       const auto& ls = m.at("loss_scale");
@@ -246,6 +254,10 @@ void check_compatible(const RunCheckpoint& ck, const GPTConfig& mc, const Tokeni
 }
 
 void restore_run(const RunCheckpoint& ck, GPT& model, AdamW* opt) {
+  // Muon's momentum sits where AdamW keeps m: restoring one optimizer's state into the other would misread it.
+  ALPHA_CHECK(!opt || ck.optimizer_type == opt->name(), CheckpointError,
+              "[checkpoint] cannot resume from \"{}\": it holds {} state but the config's optim.name is \"{}\" (use "
+              "init_from to start a new optimizer from its weights)", ck.path, ck.optimizer_type, opt ? opt->name() : "");
   const auto& named = model.named_parameters();
   for (size_t i = 0; i < named.size(); ++i) {
     copy_into(named[i].second, ck.file.get(kParam + named[i].first), named[i].first);

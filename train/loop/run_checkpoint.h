@@ -8,6 +8,7 @@
 
 #include "core/rng.h"
 #include "optim/adamw.h"
+#include "optim/muon.h"
 #include "optim/schedule.h"
 #include "optim/loss_scale.h"
 #include "checkpoint/checkpoint.h"
@@ -35,6 +36,7 @@ struct RunCheckpoint {
   GPTConfig model;  // vocab_size resolved
   TrainState state;
   int64_t optimizer_step = 0;
+  std::string optimizer_type = "adamw";  // "optimizer.type": adamw | muon
   CheckpointFile file;
 };
 
@@ -57,7 +59,8 @@ std::string find_resume_checkpoint(const std::string& out_dir, const std::string
 // grad_accum, dropout, device, out_dir, metrics path) may change. `what` is "resume" or "init_from".
 void check_compatible(const RunCheckpoint& ck, const GPTConfig& model, const Tokenizer& tok, const std::string& what);
 
-// Copies the checkpoint's params into `model` and, when `opt` is given, its m, v and step count.
+// Copies the checkpoint's params into `model` and, when `opt` is given, its m, v and step count (the checkpoint's
+// optimizer type must be opt->name(), else CheckpointError).
 void restore_run(const RunCheckpoint& ck, GPT& model, AdamW* opt);
 
 // Keeps the newest keep_last ckpt-*.alph in out_dir plus the one with the lowest val loss among those saved

@@ -16,6 +16,7 @@
 #include "optim/adamw.h"
 #include "optim/clip.h"
 #include "optim/loss_scale.h"
+#include "optim/muon.h"
 #include "optim/schedule.h"
 #include "data/data.h"
 #include "dist/comm.h"
@@ -28,6 +29,7 @@
 #include "metrics/metrics.h"
 #include "metrics/progress.h"
 #include "loop/run_checkpoint.h"
+#include "checkpoint/hf.h"
 #include "checkpoint/safetensors.h"
 #include "model/sample.h"
 #include "vk/adamw.h"
@@ -60,6 +62,9 @@ std::string resolve(const std::string& out_dir, const std::string& p) {
 void refuse_unimplemented(const Config& cfg) {
   ALPHA_CHECK(cfg.data.sampling == "random", ConfigError,
               "[config] \"data.sampling\" \"{}\" is not available yet (supported: random)", cfg.data.sampling);
+  ALPHA_CHECK(cfg.optim.name != "muon" || cfg.optim.device == "cpu", ConfigError,
+              "[config] \"optim.name\" muon with \"optim.device\" gpu is not available yet: Muon keeps its state on "
+              "the host (its Newton-Schulz matmuls still run on the GPU with device vulkan); use optim.device cpu");
 }
 
 // SIGINT/SIGTERM: the first asks the loop to finish its step, save and stop; a second one kills the process at
@@ -93,12 +98,14 @@ struct StopSignalScope {
   }
 };
 
-// "init_from": weights from a safetensors file (GPT-2 names) or an ALPH checkpoint (params only; the
-// optimizer, step and RNG streams start fresh).
+// "init_from": weights from a Hugging Face directory (checkpoint/hf.h), a safetensors file (GPT-2 names) or an
+// ALPH checkpoint (params only; the optimizer, step and RNG streams start fresh).
 void init_weights_from(const Config& cfg, GPT& model, const Tokenizer& tok) {
-  ALPHA_CHECK(std::filesystem::is_regular_file(cfg.init_from), CheckpointError,
-              "[checkpoint] init_from \"{}\" does not exist", cfg.init_from);
   const std::string& p = cfg.init_from;
+  if (is_hf_dir(p)) return load_hf_into(model, p, tok);
+  const bool dir = std::filesystem::is_directory(p);
+  ALPHA_CHECK(std::filesystem::is_regular_file(p), CheckpointError, "[checkpoint] init_from \"{}\" does not exist{}", p,
+              dir ? " as a file, and the directory holds no config.json + model.safetensors" : "");
   if (p.size() >= 12 && p.substr(p.size() - 12) == ".safetensors") {
     load_safetensors_into(model, p, tok);
   } else {
@@ -224,6 +231,21 @@ class TrainingRun {
   std::optional<DataParallel> dp_;  // mpirun: this rank's share of each step (loop/data_parallel.h)
 };
 
+std::unique_ptr<AdamW> make_muon(const OptimConfig& o, const GPT& model, const AdamWOptions& adamw) {
+  std::vector<bool> mask;
+  for (const auto& [name, p] : model.named_parameters()) mask.push_back(muon_eligible(name, p));
+  MuonOptions mo;
+  mo.lr = o.muon.lr;
+  mo.base_lr = o.lr;
+  mo.momentum = o.muon.momentum;
+  mo.weight_decay = o.muon.weight_decay;
+  mo.nesterov = o.muon.nesterov;
+  mo.ns_steps = o.muon.ns_steps;
+  mo.ns_dtype = o.muon.ns_dtype == "f16" ? DType::f16 : DType::f32;
+  std::copy(o.muon.ns_coefficients.begin(), o.muon.ns_coefficients.end(), mo.ns_coefficients.begin());
+  return std::make_unique<Muon>(model.parameters(), std::move(mask), adamw, mo);
+}
+
 
 TrainingRun::TrainingRun(const Config& cfg, const TrainOptions& opt, Clock::time_point t0, Progress& progress,
                          DeviceScope& device, TextData& data, MetricsWriter& metrics, int64_t V)
@@ -237,11 +259,15 @@ TrainingRun::TrainingRun(const Config& cfg, const TrainOptions& opt, Clock::time
                                 data_.split_size(true), cfg.data.path));
   // optim.device: the CPU AdamW (the reference) or vk::GpuAdamW (same state, kept on the GPU).
   const AdamWOptions adamw_opts{cfg.optim.beta1, cfg.optim.beta2, cfg.optim.eps, cfg.optim.weight_decay};
-  optimizer_owner_ =
-      cfg.optim.device == "gpu"
-          ? std::make_unique<vk::GpuAdamW>(*dynamic_cast<vk::VulkanBackend*>(device_.backend()), model_->parameters(),
-                                           adamw_opts)
-          : std::make_unique<AdamW>(model_->parameters(), adamw_opts);
+  if (cfg.optim.name == "muon") {  // optim/muon.h: Muon for the blocks' matrices, AdamW for the rest (host state)
+    optimizer_owner_ = make_muon(cfg.optim, *model_, adamw_opts);
+  } else {
+    optimizer_owner_ =
+        cfg.optim.device == "gpu"
+            ? std::make_unique<vk::GpuAdamW>(*dynamic_cast<vk::VulkanBackend*>(device_.backend()),
+                                             model_->parameters(), adamw_opts)
+            : std::make_unique<AdamW>(model_->parameters(), adamw_opts);
+  }
   gpu_optimizer_ = dynamic_cast<vk::GpuAdamW*>(optimizer_owner_.get());
   dp_.emplace(cfg, *model_);
   dp_->shard_optimizer(*optimizer_owner_);

@@ -203,3 +203,50 @@ TEST_CASE("a save into a full tmpfs fails cleanly (exit 4) and leaves the previo
   CHECK(ck.state.step == 2);
   for (const auto& e : fs::directory_iterator(out)) CHECK_MESSAGE(e.path().extension() != ".tmp", e.path());
 }
+
+TEST_CASE("optim.name muon: exact resume (momentum in the exp_avg slots), a real Muon run, no optimizer switch") {
+  const uint64_t seed = resume_seed();
+  Rng rng(seed + 1);
+  const int64_t n = 10;
+  const int64_t k = 1 + static_cast<int64_t>(rng.below(n - 1));
+  MESSAGE("resume seed " << seed << " (ALPHA_RESUME_SEED reproduces it): muon k = " << k);
+  TempDir a, b;
+  check_exact_resume(a, b, {"optim.name=muon", "optim.muon.weight_decay=0.01", "train.grad_accum=2"}, n, k, 6);
+  // Muon ran: block matrices keep a momentum buffer and an all-zero second slot; AdamW params a non-zero v.
+  const RunCheckpoint ck = load_run_checkpoint((a.path / "run" / checkpoint_file_name(n)).string());
+  CHECK(ck.optimizer_type == "muon");
+  CHECK(ck.file.meta["optimizer"]["muon"]["ns_steps"] == 5);
+  auto all_zero = [](const Tensor& t) {
+    for (double x : t.to_f64_vector())
+      if (x != 0.0) return false;
+    return true;
+  };
+  for (const char* name : {"transformer.h.0.attn.c_attn.weight", "transformer.h.0.mlp.c_fc.weight"}) {
+    CAPTURE(name);
+    CHECK(!all_zero(ck.file.get(std::string("adamw.exp_avg/") + name)));
+    CHECK(all_zero(ck.file.get(std::string("adamw.exp_avg_sq/") + name)));
+  }
+  CHECK(!all_zero(ck.file.get("adamw.exp_avg_sq/transformer.wte.weight")));
+  CHECK(!all_zero(ck.file.get("adamw.exp_avg_sq/transformer.h.0.attn.c_attn.bias")));
+  // Muon and AdamW runs differ from the first update on.
+  TempDir c;
+  std::string err;
+  REQUIRE_MESSAGE(cli({"train", tiny_config(c.path), "--quiet", "--set", "train.max_steps=3"}, &err) == kExitOk, err);
+  CHECK(records(c.path / "run" / "metrics.jsonl", "step", "loss")[2] !=
+        records(a.path / "run" / "metrics.jsonl", "step", "loss")[2]);
+  // Resuming the AdamW checkpoint as Muon would read v as momentum: refused, nothing trained.
+  const int rc = cli({"train", tiny_config(c.path), "--quiet", "--resume", "--set", "train.max_steps=5", "--set",
+                      "optim.name=muon"}, &err);
+  CHECK(rc == kExitCheckpoint);
+  CHECK_MESSAGE(err.find("it holds adamw state but the config's optim.name is \"muon\"") != std::string::npos, err);
+  CHECK(records(c.path / "run" / "metrics.jsonl", "step", "step").back() == 3);
+}
+
+TEST_CASE("optim.name muon on the Vulkan device (lavapipe): Newton-Schulz matmuls dispatched to the GPU, exact resume") {
+  for (const char* dtype : {"f32", "f16"}) {  // f16: the f16 GEMM kernels (cooperative matrices where the GPU has them)
+    CAPTURE(dtype);
+    TempDir a, b;
+    check_exact_resume(a, b, {"optim.name=muon", std::string("optim.muon.ns_dtype=") + dtype, "device=vulkan",
+                              "dispatch.threshold=0", "dispatch.matmul_threshold=0"}, 6, 3, 6);
+  }
+}

@@ -452,6 +452,8 @@ TEST_CASE("config: config_to_json has every key and round-trips") {
   c.optim.grad_clip = 0.0;
   c.optim.device = "gpu";
   c.optim.zero = 1;
+  c.optim.name = "muon";
+  c.optim.muon = {0.05, 0.9, 0.01, false, 7, {3.0, -3.2, 1.2}, "f16"};
   c.checkpoint = {17, 1};
   c.metrics.path = "/tmp/m.jsonl";
   c.metrics.profile = true;
@@ -466,7 +468,7 @@ TEST_CASE("config: config_to_json has every key and round-trips") {
   leaf_keys(j, "", keys);
   leaf_keys(d, "", default_keys);
   CHECK(keys == default_keys);
-  CHECK(keys.size() == 68);  // 4 top-level + 16 model + 4 data + 7 train + 13 optim + 2 checkpoint + 1 metrics
+  CHECK(keys.size() == 76);  // 4 top-level + 16 model + 4 data + 7 train + 21 optim + 2 checkpoint + 1 metrics
                              // + 3 dispatch + 7 guard
   // The Llama keys need arch llama (which refuses biases): a second config sets them all.
   Config l = c;
@@ -505,6 +507,21 @@ TEST_CASE("config: docs/config.md documents every key") {
   }
   CHECK(contains(doc, "--set"));
   CHECK(contains(doc, "exit code 2"));
+}
+
+TEST_CASE("config: optim.name and optim.muon keys are validated") {
+  CHECK(from_text(R"({"optim": {"name": "muon", "muon": {"ns_coefficients": [1, -2, 1.5]}}})").optim.muon.ns_coefficients ==
+        std::vector<double>{1, -2, 1.5});
+  CHECK(contains(text_error(R"({"optim": {"name": "sgd"}})"), R"("optim.name")"));
+  CHECK(contains(text_error(R"({"optim": {"muon": {"ns_dtype": "bf16"}}})"), R"("optim.muon.ns_dtype" must be one of f32, f16)"));
+  CHECK(contains(text_error(R"({"optim": {"muon": {"momentum": 1}}})"), R"("optim.muon.momentum" must be < 1)"));
+  CHECK(contains(text_error(R"({"optim": {"muon": {"ns_steps": 0}}})"), R"("optim.muon.ns_steps" must be >= 1)"));
+  CHECK(contains(text_error(R"({"optim": {"muon": {"lr": -0.1}}})"), R"("optim.muon.lr" must be >= 0)"));
+  CHECK(contains(text_error(R"({"optim": {"muon": {"nesterov": 1}}})"), R"("optim.muon.nesterov" must be a boolean)"));
+  for (const char* bad : {"[1, 2]", "[1, 2, \"x\"]", "3", "[1, 2, 3, 4]"})
+    CHECK(contains(text_error(std::string(R"({"optim": {"muon": {"ns_coefficients": )") + bad + "}}}"),
+                   R"("optim.muon.ns_coefficients" must be 3 finite numbers [a, b, c])"));
+  CHECK(contains(text_error(R"({"optim": {"muon": {"ns_step": 5}}})"), R"(did you mean "optim.muon.ns_steps")"));
 }
 
 TEST_CASE("config: metrics.http keys are validated") {
