@@ -3,6 +3,8 @@
 //   GET /                           the page
 //   GET /api/runs                   [{"id", "name", "path"}]
 //   GET /api/records?run=I&from=N   {"records": [...], "next", "total", "generation", "torn", "bad_lines"}
+//   GET /inspect.js                 the inspection panels' script (dash_inspect_page.h)
+//   GET /api/inspect?run=I          the run's inspect.json (beside its metrics file; `alpha inspect RUN_DIR`), or 404
 // Records are every parsed line of the run's file in order; `generation` changes when the file was truncated
 // or rewritten (the page then starts over from 0).
 #pragma once

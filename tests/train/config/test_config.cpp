@@ -456,6 +456,7 @@ TEST_CASE("config: config_to_json has every key and round-trips") {
   c.metrics.path = "/tmp/m.jsonl";
   c.metrics.profile = true;
   c.metrics.peak_tflops = 989.5;
+  c.metrics.inspect_interval = 7;
   c.metrics.http = {"http://127.0.0.1:9/x", "ALPHA_TOKEN", 7, 3, 2, 1.5, 0.5};
   c.dispatch = {0, 12345, "auto"};
   c.guard = {"rollback", 2, 0.5, 10, 3.0, "skip", 0};
