@@ -5,7 +5,7 @@
 //     stream's std after each layer (docs/metrics.md);
 //   - attention maps per layer and head and the logit lens table, from RUN_DIR/inspect.json (`alpha inspect
 //     RUN_DIR --prompt ...` writes it; GET /api/inspect?run=I serves it).
-// Tests read window.alphaDash.inspect = {heat: {id: {rows, cols}}, attention: {layers, heads, tokens},
+// Tests read window.alphaDash.inspect = {heat: {id: {rows, cols, names, last}}, attention: {layers, heads, tokens},
 // lens: {rows, cols, cells}}.
 #pragma once
 
@@ -67,7 +67,10 @@ function drawHeat(canvas, cols, key) {
   ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
   ctx.fillStyle = "#ffffff"; ctx.fillRect(0, 0, W, H);
   ctx.font = "11px system-ui, sans-serif"; ctx.fillStyle = "#6b7385";
-  if (!rows.length) { ctx.fillText("no inspect records (metrics.inspect_interval)", 12, H / 2); return {rows: 0, cols: 0}; }
+  if (!rows.length) {
+    ctx.fillText("no inspect records (metrics.inspect_interval)", 12, H / 2);
+    return {rows: 0, cols: 0, names: [], last: []};
+  }
   let lo = Infinity, hi = -Infinity;
   for (const c of cols) for (const r of rows) {
     const v = c[key][r];
@@ -89,7 +92,7 @@ function drawHeat(canvas, cols, key) {
   ctx.fillStyle = "#1d2433"; ctx.textAlign = "left"; ctx.textBaseline = "top";
   ctx.fillText(hi.toFixed(2), W - R + 26, T);
   ctx.textBaseline = "bottom"; ctx.fillText(lo.toFixed(2), W - R + 26, T + ph);
-  return {rows: rows.length, cols: cols.length};
+  return {rows: rows.length, cols: cols.length, names: rows, last: rows.map((r) => cols[cols.length - 1][key][r])};
 }
 
 function drawAttention(canvas, m) {

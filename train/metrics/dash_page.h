@@ -38,6 +38,7 @@ header h1 { font-size: 16px; margin: 0; }
 #attention { display: flex; flex-wrap: wrap; gap: 10px; }
 .attn { background: var(--panel); border-radius: 6px; padding: 4px 6px; }
 .attn canvas { width: 128px; height: 128px; display: block; }
+#lens { overflow-x: auto; }
 #lens table { border-collapse: collapse; font-size: 12px; }
 #lens td { padding: 2px 6px; border: 1px solid var(--grid); white-space: nowrap; }
 pre { background: var(--panel); padding: 8px; overflow: auto; max-height: 320px; font-size: 12px; margin: 6px 0 0; }
