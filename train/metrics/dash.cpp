@@ -38,6 +38,16 @@ struct RunState {
 
 }  // namespace
 
+std::string dash_page_html() {
+  static const std::string page = [] {
+    std::string p = kDashPage;
+    const std::string marker = "/*ALPHA_INSPECT_SCRIPT*/";
+    p.replace(p.find(marker), marker.size(), kDashInspectScript);
+    return p;
+  }();
+  return page;
+}
+
 std::vector<DashRun> resolve_dash_inputs(const std::vector<std::string>& inputs) {
   std::vector<DashRun> runs;
   if (inputs.empty()) {
@@ -99,11 +109,7 @@ DashServer::DashServer(std::vector<DashRun> runs) : impl_(std::make_unique<Impl>
   auto no_cache = [](httplib::Response& res) { res.set_header("Cache-Control", "no-store"); };
   s->server.Get("/", [no_cache](const httplib::Request&, httplib::Response& res) {
     no_cache(res);
-    res.set_content(kDashPage, "text/html; charset=utf-8");
-  });
-  s->server.Get("/inspect.js", [no_cache](const httplib::Request&, httplib::Response& res) {
-    no_cache(res);
-    res.set_content(kDashInspectScript, "text/javascript; charset=utf-8");
+    res.set_content(dash_page_html(), "text/html; charset=utf-8");
   });
   // RUN_DIR/inspect.json (`alpha inspect RUN_DIR --prompt ...`) beside the run's metrics file; 404 when absent.
   s->server.Get("/api/inspect", [s, no_cache](const httplib::Request& req, httplib::Response& res) {

@@ -1,5 +1,6 @@
-// The `alpha dash` inspection panels (issue 19), served as /inspect.js and loaded by the page (dash_page.h) before
-// its main script, which hands it every record (inspectIngest) and calls drawInspect after each change:
+// The `alpha dash` inspection panels (issue 19): a script the server puts into the page (dash_page.h, in place of
+// its /*ALPHA_INSPECT_SCRIPT*/ marker) before the main script, which hands it every record (inspectIngest) and calls
+// drawInspect after each change:
 //   - heat maps over time, one row per layer (embed, h.0 .. h.N-1, ln_f), one column per `inspect` record of the
 //     chosen run: gradient norm and update/weight ratio (the layer's parameters together), and the residual
 //     stream's std after each layer (docs/metrics.md);

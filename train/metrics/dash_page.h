@@ -2,7 +2,7 @@
 // line plot written here. It polls /api/records per run (?poll=MS sets the period, default 1000) and
 // exposes window.alphaDash = {ready, polls, counts: {chart: {run: {series: points}}}, inspect} for tests; each
 // chart's element carries data-points (points plotted over all runs and series). The inspection panels (heat
-// maps, attention, logit lens) are /inspect.js (dash_inspect_page.h).
+// maps, attention, logit lens) are dash_inspect_page.h's script, put in place of the marker by the server.
 #pragma once
 
 namespace alpha {
@@ -48,7 +48,7 @@ pre { background: var(--panel); padding: 8px; overflow: auto; max-height: 320px;
 <header><h1>alpha dash</h1><div id="legend"></div><div id="status">loading…</div></header>
 <div id="charts"></div>
 <section id="runs"><h2>runs</h2></section>
-<script src="inspect.js"></script>
+<script>/*ALPHA_INSPECT_SCRIPT*/</script>
 <script>
 "use strict";
 const COLORS = ["#2563eb", "#dc2626", "#16a34a", "#9333ea", "#ea580c", "#0891b2", "#be185d", "#4d7c0f"];

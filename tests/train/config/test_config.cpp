@@ -467,7 +467,7 @@ TEST_CASE("config: config_to_json has every key and round-trips") {
   leaf_keys(j, "", keys);
   leaf_keys(d, "", default_keys);
   CHECK(keys == default_keys);
-  CHECK(keys.size() == 61);  // 4 top-level + 9 model + 4 data + 7 train + 13 optim + 2 checkpoint + 1 metrics
+  CHECK(keys.size() == 62);  // 4 top-level + 9 model + 4 data + 7 train + 13 optim + 2 checkpoint + 2 metrics
                              // + 3 dispatch + 7 guard
   // Every key differs from its default here, so a key that parse_config ignored would break the round trip.
   for (const auto& k : keys) {
