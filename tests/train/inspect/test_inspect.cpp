@@ -250,3 +250,31 @@ TEST_CASE("inspection on lavapipe (every op on the GPU) records what the CPU rec
   const CompareResult c = compare_activations(gpu, f.acts, 1e-4, 1e-4);
   CHECK_MESSAGE(!c.differ, c.first, " ", c.max_abs_diff);
 }
+
+TEST_CASE("inspect records of an f16 run (unscaled gradients) and of a lavapipe run match the f32 CPU run's at step 1") {
+  auto step1 = [](const std::vector<std::string>& extra) {
+    TempDir d;
+    std::vector<std::string> args = {"train", tiny_config(d.path), "--quiet", "--set", "model.dropout=0",
+                                     "--set", "train.max_steps=2", "--set", "metrics.inspect_interval=1"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    REQUIRE(cli(args) == kExitOk);
+    const auto recs = of_type(d.path / "run" / "metrics.jsonl", "inspect");
+    REQUIRE(recs.size() == 2);
+    return recs[0];  // step 1: the same initial weights in every run
+  };
+  const nlohmann::json cpu = step1({}), f16 = step1({"--set", "model.precision=f16"}),
+                       gpu = step1({"--set", "device=vulkan", "--set", "dispatch.threshold=0", "--set",
+                                    "dispatch.matmul_threshold=0"});
+  for (const auto& [name, p] : cpu["params"].items()) {
+    CAPTURE(name);
+    const double g = p["grad_norm"].get<double>();
+    CHECK(gpu["params"][name]["grad_norm"].get<double>() == doctest::Approx(g).epsilon(1e-3));
+    CHECK(f16["params"][name]["grad_norm"].get<double>() == doctest::Approx(g).epsilon(0.05));  // loss scale removed
+    CHECK(gpu["params"][name]["update_ratio"].get<double>() == doctest::Approx(p["update_ratio"].get<double>()).epsilon(1e-2));
+  }
+  for (const auto& [name, s] : cpu["activations"].items()) {
+    CAPTURE(name);
+    CHECK(gpu["activations"][name]["std"].get<double>() == doctest::Approx(s["std"].get<double>()).epsilon(1e-3));
+    CHECK(f16["activations"][name]["std"].get<double>() == doctest::Approx(s["std"].get<double>()).epsilon(0.02));
+  }
+}
