@@ -38,8 +38,8 @@ A table on the terminal, or all of it as JSON with --json (docs/inspect.md). Wit
 also saved as OUT_DIR/inspect.json, where `alpha dash` shows its attention maps and logit lens; --save FILE
 saves it elsewhere.
 
---compare B runs B (another checkpoint or safetensors export) on the same tokens and compares every activation
-in forward order: the first whose values differ by more than atol + rtol * |b| is named with its max abs diff.
+--compare B runs B (another checkpoint or safetensors export, at its own precision: --precision applies to MODEL)
+on the same tokens and compares every activation in forward order: the first whose values differ by more than atol + rtol * |b| is named with its max abs diff.
 defaults: --top-k 5, --device cpu, --precision: the run's model.precision (f32 for safetensors), --atol 1e-4,
           --rtol 1e-3
 exit codes: 0 ok (with --compare: the activations agree), 1 runtime error, 2 usage error, 4 checkpoint error,
@@ -171,11 +171,12 @@ void print_table(const InspectModel& m, const nlohmann::json& r) {
   }
 }
 
-int run_compare(const CmdArgs& a, InspectModel& ma, const std::vector<int32_t>& ids, const std::string& precision,
-                bool json) {
+int run_compare(const CmdArgs& a, InspectModel& ma, const std::vector<int32_t>& ids, bool json) {
   const double atol = a.get_double("--atol", 1e-4), rtol = a.get_double("--rtol", 1e-3);
   if (!(atol >= 0) || !(rtol >= 0)) return a.usage("--atol and --rtol must be >= 0");
-  InspectModel mb = load_inspect_model(a.get("--compare", ""), precision, &ma);
+  // B runs at its own precision (its run's model.precision; f32 for safetensors): --precision f16 with an export
+  // as B shows where f16 storage departs from f32.
+  InspectModel mb = load_inspect_model(a.get("--compare", ""), "", &ma);
   ALPHA_CHECK(mb.model->config().vocab_size == ma.model->config().vocab_size &&
                   static_cast<int64_t>(ids.size()) <= mb.model->config().block_size,
               CheckpointError, "[inspect] {} does not fit the prompt of {} (vocab_size {} vs {}, block_size {})",
@@ -242,7 +243,7 @@ int cmd_inspect(const std::vector<std::string>& args) {
     std::fprintf(stderr, "note: the prompt is %zu tokens; inspecting its last %zu (block_size)\n", ids.size(), block);
     ids.erase(ids.begin(), ids.end() - static_cast<int64_t>(block));
   }
-  if (a.values.count("--compare")) return run_compare(a, m, ids, precision, json);
+  if (a.values.count("--compare")) return run_compare(a, m, ids, json);
 
   const Tokenizer& tok = *m.tok;
   nlohmann::json report =

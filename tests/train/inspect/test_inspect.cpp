@@ -230,6 +230,11 @@ TEST_CASE("alpha inspect: report on a run dir (saved for the dash), --compare ag
   CHECK(cli({"inspect", ck12, "--prompt", "the quick", "--compare", exported}) == kExitOk);
   CHECK(cli({"inspect", exported, "--prompt", "lazy dog", "--compare", run.string()}) == kExitOk);
   CHECK(cli({"inspect", ck12, "--prompt", "the quick", "--compare", ck6}) == kExitDiffer);
+  // --precision applies to MODEL only: f16 storage against the f32 export differs exactly, agrees loosely.
+  CHECK(cli({"inspect", ck12, "--prompt", "the quick", "--precision", "f16", "--compare", exported, "--atol", "0",
+             "--rtol", "0"}) == kExitDiffer);
+  CHECK(cli({"inspect", ck12, "--prompt", "the quick", "--precision", "f16", "--compare", exported, "--atol", "0.05",
+             "--rtol", "0.05"}) == kExitOk);
   // Usage and checkpoint errors.
   CHECK(cli({"inspect", ck12}, &err) == kExitUsage);
   CHECK(err.find("--prompt") != std::string::npos);
