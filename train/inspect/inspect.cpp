@@ -50,7 +50,10 @@ nlohmann::json to_json(const ActStats& s) {
 ActivationRecorder::ActivationRecorder(GPT& model, Mode mode) : model_(model), mode_(mode) {
   model_.set_observer([this](const std::string& name, const Tensor& x) {
     Activation a{name, x.shape(), {}, {}};
-    std::vector<float> v = x.to_f32_vector();
+    // stats mode (training): the batch's first sequence stands for it, so an inspected step scans B times fewer
+    // values (the (B, T, 4C) MLP activations of a large model are hundreds of MB).
+    const bool first_row = mode_ == Mode::stats && x.dim() >= 2 && x.size(0) > 1;
+    std::vector<float> v = (first_row ? x.narrow(0, 0, 1) : x).to_f32_vector();
     a.stats = act_stats(v.data(), static_cast<int64_t>(v.size()));
     if (mode_ == Mode::values) a.values = std::move(v);
     acts_.push_back(std::move(a));

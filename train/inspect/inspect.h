@@ -37,7 +37,8 @@ struct Activation {
 };
 
 // Records every activation GPT::forward reports while it lives (the observer is removed by the destructor),
-// in forward order. stats mode keeps only the statistics (training); values mode also the values (inspect, compare).
+// in forward order. stats mode keeps only the statistics, over the batch's first sequence (training); values mode
+// also the values, over the whole batch (inspect, compare).
 class ActivationRecorder {
  public:
   enum class Mode { stats, values };

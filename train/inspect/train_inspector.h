@@ -1,5 +1,5 @@
 // The training loop's white-box view (config metrics.inspect_interval, docs/metrics.md `inspect` records): on an
-// inspect step it records activation statistics of the first micro-batch's forward, each parameter's gradient
+// inspect step it records activation statistics of the first sequence of the first micro-batch's forward, each parameter's gradient
 // norm and a copy of its weights before the optimizer step, then the weight norm and update/weight ratio after it.
 // Nothing runs on other steps. Reads GPU tensors back (the step's one extra sync) and works on f16 runs.
 #pragma once
