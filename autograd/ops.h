@@ -51,6 +51,15 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b);
 Tensor embedding(const Tensor& weight, const Tensor& idx);                   // (V,C), i32 (...) -> (..., C)
 Tensor layernorm(const Tensor& x, const Tensor& w, const Tensor& b, double eps = 1e-5);
 Tensor gelu(const Tensor& x);
+// Llama-style ops (core/ops.h states the math): RMSNorm over the last dim (w (C) or undefined); rotary
+// embedding of x (B, T, H, D) at positions pos0.. from (P, D/2) cos/sin tables (constants); SwiGLU
+// silu(gate) * up; ReLU² max(x, 0)^2; repeat_kv (B, T, Hkv, D) -> (B, T, Hkv * rep, D) for grouped-query
+// attention (autograd/view.cpp; the backward sums each group).
+Tensor rmsnorm(const Tensor& x, const Tensor& w, double eps = 1e-5);
+Tensor rope(const Tensor& x, const Tensor& cos, const Tensor& sin, int64_t pos0 = 0);
+Tensor swiglu(const Tensor& gate, const Tensor& up);
+Tensor relu2(const Tensor& x);
+Tensor repeat_kv(const Tensor& x, int64_t rep);
 Tensor softmax(const Tensor& x, bool causal = false);
 // Draws its mask offset from rng (advancing it by numel) so the backward replays the same mask.
 // Identity (returns x, no RNG use) when p == 0 or training is false.

@@ -42,4 +42,12 @@ Tensor contiguous(const Tensor& x) {
   return record("contiguous", ops::contiguous(x), {x}, [](const Tensor& g) { return std::vector<Tensor>{g}; });
 }
 
+// k or v heads (B, T, Hkv, D) -> (B, T, Hkv * rep, D), kv head j serving query heads j*rep .. j*rep + rep - 1
+// (grouped-query attention). Built from expand + reshape: the backward sums each group's gradients.
+Tensor repeat_kv(const Tensor& x, int64_t rep) {
+  if (rep == 1) return x;
+  const int64_t B = x.size(0), T = x.size(1), Hkv = x.size(2), D = x.size(3);
+  return reshape(expand(reshape(x, {B, T, Hkv, 1, D}), {B, T, Hkv, rep, D}), {B, T, Hkv * rep, D});
+}
+
 }  // namespace alpha::ag

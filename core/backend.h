@@ -50,6 +50,13 @@ class Backend {
                                                  const Tensor&, bool) { return {}; }
   virtual Tensor gelu(const Tensor&) { return {}; }
   virtual Tensor gelu_backward(const Tensor&, const Tensor&) { return {}; }
+  virtual ops::RMSNormOut rmsnorm(const Tensor&, const Tensor&, double) { return {}; }
+  virtual ops::RMSNormGrads rmsnorm_backward(const Tensor&, const Tensor&, const Tensor&, const Tensor&) { return {}; }
+  virtual Tensor rope(const Tensor&, const Tensor&, const Tensor&, int64_t /*pos0*/, bool /*inverse*/) { return {}; }
+  virtual Tensor swiglu(const Tensor&, const Tensor&) { return {}; }
+  virtual ops::SwiGLUGrads swiglu_backward(const Tensor&, const Tensor&, const Tensor&) { return {}; }
+  virtual Tensor relu2(const Tensor&) { return {}; }
+  virtual Tensor relu2_backward(const Tensor&, const Tensor&) { return {}; }
   virtual Tensor softmax(const Tensor&, bool) { return {}; }
   virtual Tensor softmax_backward(const Tensor&, const Tensor&) { return {}; }
   virtual ops::CrossEntropyOut cross_entropy(const Tensor&, const Tensor&, int64_t) { return {}; }

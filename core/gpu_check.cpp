@@ -88,6 +88,18 @@ void check_result(const char* op, OpClass cls, const AttentionGrads& g, const At
   check_tensor(op, cls, "dk", g.dk, c.dk, in);
   check_tensor(op, cls, "dv", g.dv, c.dv, in);
 }
+void check_result(const char* op, OpClass cls, const RMSNormOut& g, const RMSNormOut& c, std::initializer_list<Tensor> in) {
+  check_tensor(op, cls, "y", g.y, c.y, in);
+  check_tensor(op, cls, "rstd", g.rstd, c.rstd, in);
+}
+void check_result(const char* op, OpClass cls, const RMSNormGrads& g, const RMSNormGrads& c, std::initializer_list<Tensor> in) {
+  check_tensor(op, cls, "dx", g.dx, c.dx, in);
+  check_tensor(op, cls, "dw", g.dw, c.dw, in);
+}
+void check_result(const char* op, OpClass cls, const SwiGLUGrads& g, const SwiGLUGrads& c, std::initializer_list<Tensor> in) {
+  check_tensor(op, cls, "dgate", g.dgate, c.dgate, in);
+  check_tensor(op, cls, "dup", g.dup, c.dup, in);
+}
 
 void corrupt(Tensor t) {
   if (!t.defined() || t.numel() == 0) return;

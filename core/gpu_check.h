@@ -21,6 +21,9 @@ void check_result(const char* op, OpClass cls, const LayerNormOut& g, const Laye
 void check_result(const char* op, OpClass cls, const LayerNormGrads& g, const LayerNormGrads& c, std::initializer_list<Tensor> in);
 void check_result(const char* op, OpClass cls, const CrossEntropyOut& g, const CrossEntropyOut& c, std::initializer_list<Tensor> in);
 void check_result(const char* op, OpClass cls, const AttentionOut& g, const AttentionOut& c, std::initializer_list<Tensor> in);
+void check_result(const char* op, OpClass cls, const RMSNormOut& g, const RMSNormOut& c, std::initializer_list<Tensor> in);
+void check_result(const char* op, OpClass cls, const RMSNormGrads& g, const RMSNormGrads& c, std::initializer_list<Tensor> in);
+void check_result(const char* op, OpClass cls, const SwiGLUGrads& g, const SwiGLUGrads& c, std::initializer_list<Tensor> in);
 void check_result(const char* op, OpClass cls, const AttentionGrads& g, const AttentionGrads& c, std::initializer_list<Tensor> in);
 
 // Test hook: adds 1 to the first element of a GPU result (its first tensor) before the check compares.

@@ -74,6 +74,35 @@ LayerNormGrads layernorm_backward(const Tensor& dy, const Tensor& x, const Tenso
 Tensor gelu(const Tensor& x);
 Tensor gelu_backward(const Tensor& dy, const Tensor& x);
 
+// ---- Llama-style ops (core/ops_llama.cpp; kernels core/cpu/{rmsnorm,rope,swiglu}.cpp, vk/ alike) ----
+// RMSNorm over the last dim: y = x * rstd * w, rstd = 1 / sqrt(mean(x^2) + eps); w (C) or undefined.
+struct RMSNormOut {
+  Tensor y;     // (..., C)
+  Tensor rstd;  // (...) f32/f64 like x (f32 for f16 x)
+};
+RMSNormOut rmsnorm(const Tensor& x, const Tensor& w, double eps);
+struct RMSNormGrads {
+  Tensor dx, dw;  // dw (C) f32/f64 (f32 for f16 x); undefined when w is
+};
+RMSNormGrads rmsnorm_backward(const Tensor& dy, const Tensor& x, const Tensor& w, const Tensor& rstd);
+
+// Rotary position embedding, rotate-half convention (GPT-NeoX / Hugging Face Llama): x (B, T, H, D), D even;
+// cos, sin (P, D/2) f32 or f64 tables, P >= pos0 + T, (p, i) = cos/sin(p * base^(-2i/D)). Row t is at position
+// pos0 + t: y[i] = x[i] cos - x[i + D/2] sin, y[i + D/2] = x[i + D/2] cos + x[i] sin, i < D/2. inverse: the
+// opposite rotation (sin -> -sin), which is the backward. Output (B, T, H, D) contiguous, x's dtype.
+Tensor rope(const Tensor& x, const Tensor& cos, const Tensor& sin, int64_t pos0, bool inverse = false);
+// The (P, D/2) cos and sin tables for rope (computed in f64, stored as `dtype`).
+std::pair<Tensor, Tensor> rope_tables(int64_t P, int64_t D, double base, DType dtype = DType::f32);
+
+// MLP activations of Llama-style blocks. swiglu: silu(gate) * up (same shapes); relu2: max(x, 0)^2.
+Tensor swiglu(const Tensor& gate, const Tensor& up);
+struct SwiGLUGrads {
+  Tensor dgate, dup;
+};
+SwiGLUGrads swiglu_backward(const Tensor& dy, const Tensor& gate, const Tensor& up);
+Tensor relu2(const Tensor& x);
+Tensor relu2_backward(const Tensor& dy, const Tensor& x);
+
 // ---- softmax over the last dim ----
 // causal: x is (..., Tq, Tk); row i may see columns j <= i + (Tk - Tq) (the rest get probability 0).
 Tensor softmax(const Tensor& x, bool causal);

@@ -10,7 +10,7 @@
 // Deterministic: every output element is one subgroup's fixed-order accumulation. vk/attention.cpp requires
 // f16, D = 64, and offsets and row/head/batch strides that are multiples of 8 (16-byte staging loads).
 //
-// Dimension legend: BR rows of a tile, BC keys (or queries) per inner block, HD head size, NF = HD / 16.
+// Tile sizes, staging and bindings: attention_cm.glsl (shared with attention_cmr.comp, the register variant).
 #version 450
 #extension GL_EXT_control_flow_attributes : require
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
@@ -25,34 +25,12 @@
 #include "push_constants.h"
 #include "philox.glsl"
 #include "attention.glsl"
+#include "attention_cm.glsl"
 
-#define HD 64u
-#define NF 4u       // HD / 16
-#define BR 64u      // rows per workgroup
-#define BC 64u      // keys (queries in DKDV) per inner block
-#define LDH 72u     // halves per staged row: HD + 8 keeps rows 16-byte aligned and shifts banks per row
-#define LDV 9u      // LDH in uvec4 (8 halves)
 #define SLD 68u     // floats per row of a subgroup's 16 x 64 f32 scratch (forward)
-#define NEG_INF (-1.0 / 0.0)
-
-#define F16MAT fcoopmatNV<16, gl_ScopeSubgroup, 16, 16>
-#define F32MAT fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>
-
-// The tile's 64 rows [row0, row0 + 64) of a (rows, HD) f16 view (element base + row * stride) into a shared
-// [64][LDH] array, 16 bytes per load; rows at or past `limit` are zero. All 128 invocations take part.
-#define STAGE(dst, src, base, stride, row0, limit)                                          \
-  [[unroll]] for (uint e_ = 0u; e_ < 4u; ++e_) {                                            \
-    const uint idx_ = gl_LocalInvocationID.x + 128u * e_, r_ = idx_ / 8u, c_ = idx_ % 8u;   \
-    dst[r_ * LDV + c_] = (row0) + r_ < (limit) ? src[((base) + ((row0) + r_) * (stride)) / 8u + c_] : uvec4(0u); \
-  }
 
 #if !defined(DQ) && !defined(DKDV)
 // ---------------------------------------------------------------------------------------------- forward
-layout(std430, binding = 0) readonly buffer Q { uvec4 q8[]; };
-layout(std430, binding = 1) readonly buffer K { uvec4 k8[]; };
-layout(std430, binding = 2) readonly buffer V { uvec4 v8[]; };
-layout(std430, binding = 3) writeonly buffer O { float16_t o[]; };
-layout(std430, binding = 4) writeonly buffer LSE { float lse[]; };
 
 shared uvec4 Ks[BC * LDV];          // key block (the Q tile before the loop)
 shared uvec4 Vs[BC * LDV];          // value block
@@ -146,12 +124,6 @@ void main() {
 
 #else
 // ---------------------------------------------------------------------------------------------- backward
-layout(std430, binding = 0) readonly buffer Q { uvec4 q8[]; };
-layout(std430, binding = 1) readonly buffer K { uvec4 k8[]; };
-layout(std430, binding = 2) readonly buffer V { uvec4 v8[]; };
-layout(std430, binding = 3) readonly buffer G { uvec4 g8[]; };
-layout(std430, binding = 4) readonly buffer LSE { float lse[]; };
-layout(std430, binding = 5) readonly buffer DR { float drow[]; };
 
 shared uvec4 As[BC * LDV];              // DQ: key block; DKDV: query block
 shared uvec4 Bs[BC * LDV];              // DQ: value block; DKDV: dO block
@@ -165,7 +137,6 @@ shared float ls[BC], drs[BC];           // DKDV: lse and drow of the query block
 // Scratch lanes: element (r, 8 hc + u) of a 16 x 16 fragment, r = lane / 2, hc = lane % 2, u = 0..7.
 
 #if defined(DQ)
-layout(std430, binding = 6) writeonly buffer DQO { float16_t dq[]; };
 
 void main() {
   const uint nqb = (p.tq + BR - 1u) / BR;
@@ -249,8 +220,6 @@ void main() {
 }
 
 #else  // DKDV
-layout(std430, binding = 6) writeonly buffer DKO { float16_t dk[]; };
-layout(std430, binding = 7) writeonly buffer DVO { float16_t dv[]; };
 
 void main() {
   const uint nkb = (p.tk + BR - 1u) / BR;

@@ -25,6 +25,9 @@ struct SoftmaxPC { uint rows; uint cols; uint tq; uint causal; };
 // Backward dw/db: per-column partial sums over row chunks of `chunk` rows, (ceil(rows / chunk), cols).
 struct LayerNormPC { uint rows; uint cols; float eps; uint has_w; uint has_b; uint chunk; };
 struct GeluPC { uint n; };
+// Rotary embedding of x (rows = B*T, t_len = T, heads = H, half = D/2); row r is at position pos0 + r % t_len;
+// sign = -1 rotates back (the backward).
+struct RopePC { uint rows; uint t_len; uint heads; uint half_d; uint pos0; float sign; };
 // Forward: per-row lse and loss; backward: scale = dloss / count.
 struct CrossEntropyPC { uint rows; uint cols; int ignore_index; float scale; };
 // Forward: n_idx rows gathered; backward: one invocation per (split, vocab row, column), split s summing every
@@ -57,6 +60,7 @@ struct AdamWLossPC { uint first; };
 
 #ifdef __cplusplus
 static_assert(sizeof(BinaryPC) == 16 && sizeof(UnaryPC) == 16 && sizeof(MatmulPC) == 36);
+static_assert(sizeof(RopePC) == 24);
 static_assert(sizeof(SumPC) == 20 && sizeof(SoftmaxPC) == 16 && sizeof(LayerNormPC) == 24);
 static_assert(sizeof(CrossEntropyPC) == 16 && sizeof(EmbeddingPC) == 16 && sizeof(DropoutPC) == 28);
 static_assert(sizeof(CopyPC) == 68 && sizeof(AttentionPC) == 128);

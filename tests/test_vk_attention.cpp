@@ -240,13 +240,28 @@ TEST_CASE("vk attention: dispatches of GPT's attention section (qkv -> y), fused
   expect_clean();
 }
 
-TEST_CASE("vk attention f16, head size 64: tensor-core and SIMT kernels both match the CPU oracle") {
-  // attention_cm.comp runs where the device has NV cooperative matrices (else both passes are SIMT). Its P and
-  // dS are rounded to f16 before the products: within 4e-3 of the largest value, like one f16 ulp at 2.
+TEST_CASE("vk attention f16, head size 64: every tensor-core and SIMT kernel matches the CPU oracle") {
+  // attention_cmr.comp (softmax in registers; where the probed fragment layout allows) and attention_cm.comp
+  // run where the device has NV cooperative matrices (else every mode is SIMT). Their P and dS are rounded to
+  // f16 before the products: within 4e-3 of the largest value, like one f16 ulp at 2.
   GpuScope g;
   REQUIRE(kKernelCounts);
-  const bool has_cm = gpu().attention_kernel(DType::f16, 64) == "attention_cm";
-  MESSAGE("f16 attention kernels on this device: ", gpu().attention_kernel(DType::f16, 64));
+  gpu().set_attention_mode("cm");
+  const std::string cm_kernel = gpu().attention_kernel(DType::f16, 64);
+  gpu().set_attention_mode("auto");
+  const std::string auto_kernel = gpu().attention_kernel(DType::f16, 64);
+  MESSAGE("f16 attention kernels on this device: auto ", auto_kernel, ", cm ", cm_kernel,
+          "; quad fragment layout: ", gpu().coopmat_quad_layout());
+  CHECK(auto_kernel == (gpu().coopmat_quad_layout() ? "attention_cmr" : cm_kernel));
+  if (const auto probe = gpu().coopmat_layout_probe(); !probe.empty()) {
+    std::string lanes;  // the fragment layout, for a device whose layout differs from attention_cmr.comp's
+    for (int l : {0, 1, 2, 4, 31}) {
+      lanes += fmt::format(" lane {} (n {}):", l, probe[l * 17]);
+      for (int e = 0; e < 8; ++e) lanes += fmt::format(" ({},{})", probe[l * 17 + 1 + 2 * e], probe[l * 17 + 2 + 2 * e]);
+    }
+    MESSAGE("coopmat accumulator layout:", lanes);
+  }
+  CHECK((cm_kernel == "attention_cm") == gpu().runtime().device().features().nv_coopmat_f16);
   CHECK(gpu().attention_kernel(DType::f32, 64) == "attention");  // f32 always runs SIMT
   CHECK(gpu().attention_kernel(DType::f16, 32) == "attention");  // other head sizes too
   for (const Case c : {Case{1, 2, 1, 1, 64, true, 0.0, false}, Case{2, 3, 65, 65, 64, true, 0.1, true},
@@ -267,9 +282,10 @@ TEST_CASE("vk attention f16, head size 64: tensor-core and SIMT kernels both mat
     const auto ap = params(c);
     const auto cf = on_cpu([&] { return ops::attention(in.q, in.k, in.v, ap); });
     const auto cb = on_cpu([&] { return ops::attention_backward(in.dout, in.q, in.k, in.v, cf.out, cf.lse, ap, c.views); });
-    for (const bool cm : {true, false}) {
-      INFO("tensor-core kernels allowed: " << cm);
-      gpu().set_attention_coopmat(cm);
+    for (const std::string mode : {"auto", "cm", "simt"}) {
+      INFO("ALPHA_VK_ATTENTION mode: " << mode);
+      gpu().set_attention_mode(mode);
+      const std::string want = mode == "auto" ? auto_kernel : mode == "cm" ? cm_kernel : "attention";
       gpu().sync();
       const auto k0 = gpu().runtime().kernel_counts();
       const auto gf = on_gpu([&] { return ops::attention(in.q, in.k, in.v, ap); });
@@ -284,14 +300,15 @@ TEST_CASE("vk attention f16, head size 64: tensor-core and SIMT kernels both mat
       gpu().sync();
       auto k1 = gpu().runtime().kernel_counts();
       auto ran = [&](const std::string& k) { return k1[k] - (k0.count(k) ? k0.at(k) : 0); };
-      const bool want_cm = cm && has_cm;
-      CHECK(ran("attention_cm_f16") == (want_cm ? 1 : 0));
-      CHECK(ran("attention_cm_dq_f16") == (want_cm ? 1 : 0));
-      CHECK(ran("attention_cm_dkdv_f16") == (want_cm ? 1 : 0));
-      CHECK(ran("attention_f16") == (want_cm ? 0 : 1));
+      for (const std::string k : {"attention_cmr", "attention_cm"}) {
+        CHECK(ran(k + "_f16") == (want == k ? 1 : 0));
+        CHECK(ran(k + "_dq_f16") == (want == k ? 1 : 0));
+        CHECK(ran(k + "_dkdv_f16") == (want == k ? 1 : 0));
+      }
+      CHECK(ran("attention_f16") == (want == "attention" ? 1 : 0));
       CHECK(ran("attention_rowdot_f16") == 1);
     }
-    gpu().set_attention_coopmat(vk::attention_coopmat_from_env());
+    gpu().set_attention_mode(vk::attention_mode_from_env());
   }
   expect_clean();
 }

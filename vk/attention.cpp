@@ -1,14 +1,17 @@
 // Fused attention on the GPU (spirv/attention.comp forward, spirv/attention_bwd.comp backward: row dots, dq,
 // dk+dv). q, k, v and dO are read in place through their views (offset + batch/head/row strides, unit stride
 // along D), so the head views of a qkv projection need no copies. Block sizes fit the device's shared memory.
-// f16 with head size 64 on a device with NV cooperative matrices runs spirv/attention_cm.comp instead (tensor
-// cores; the row dots stay SIMT), when every view's offset and strides are multiples of 8 halves.
+// f16 with head size 64 on a device with NV cooperative matrices runs tensor-core kernels instead (the row dots
+// stay SIMT), when every view's offset and strides are multiples of 8 halves: spirv/attention_cmr.comp (softmax
+// in registers) where the probed fragment layout allows, else spirv/attention_cm.comp.
 //
 // Dimension legend: B batch, H heads, Tq query rows, Tk keys, D head size.
+#include <array>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -92,18 +95,51 @@ bool cm_aligned(const uint32_t l[4]) { return l[0] % 8 == 0 && l[1] % 8 == 0 && 
 
 }  // namespace
 
-bool attention_coopmat_from_env() {
+std::string attention_mode_from_env() {
   const char* e = std::getenv("ALPHA_VK_ATTENTION");
-  if (!e || !*e || std::strcmp(e, "auto") == 0) return true;
-  if (std::strcmp(e, "simt") == 0) return false;
-  throw ValueError(fmt::format("[vk] ALPHA_VK_ATTENTION='{}' is not one of auto, simt", e));
+  if (!e || !*e) return "auto";
+  if (std::strcmp(e, "auto") != 0 && std::strcmp(e, "cm") != 0 && std::strcmp(e, "simt") != 0)
+    throw ValueError(fmt::format("[vk] ALPHA_VK_ATTENTION='{}' is not one of auto, cm, simt", e));
+  return e;
+}
+
+void VulkanBackend::set_attention_mode(std::string mode) {
+  if (mode != "auto" && mode != "cm" && mode != "simt")
+    throw ValueError(fmt::format("[vk] attention mode '{}' is not one of auto, cm, simt", mode));
+  attention_mode_ = std::move(mode);
+}
+
+std::vector<float> VulkanBackend::coopmat_layout_probe() const {
+  if (!rt_->device().features().nv_coopmat_f16) return {};
+  constexpr uint32_t kLanes = 32, kPerLane = 17;  // coopmat_layout.comp: length, then (row, column) x 8
+  const auto buf = rt_->scratch(kLanes * kPerLane * 4);
+  const struct { uint32_t unused; } push{0};
+  rt_->run("coopmat_layout", {kLanes}, {{buf, true}}, push, {1, 1, 1}, 0.0);
+  std::vector<float> got(kLanes * kPerLane);
+  rt_->queue().download(buf, got.data(), got.size() * 4);
+  return got;
+}
+
+bool VulkanBackend::coopmat_quad_layout() const {
+  if (quad_layout_ >= 0) return quad_layout_ == 1;
+  const std::vector<float> got = coopmat_layout_probe();
+  bool ok = !got.empty();
+  for (uint32_t l = 0; ok && l < 32; ++l) {  // attention_cmr.comp's ROW / COL
+    const float* g = &got[l * 17];
+    ok = g[0] == 8.0f;
+    for (uint32_t e = 0; ok && e < 8; ++e)
+      ok = g[1 + 2 * e] == float(l / 4 + 8 * (e / 4)) && g[2 + 2 * e] == float(2 * (l % 4) + e % 2 + 8 * ((e / 2) % 2));
+  }
+  quad_layout_ = ok ? 1 : 0;
+  return ok;
 }
 
 std::string VulkanBackend::attention_kernel(DType dtype, int64_t D) const {
   const DeviceFeatures& f = rt_->device().features();
-  const bool cm = attention_coopmat_ && dtype == DType::f16 && D == kCmHeadDim && f.nv_coopmat_f16 &&
+  const bool cm = attention_mode_ != "simt" && dtype == DType::f16 && D == kCmHeadDim && f.nv_coopmat_f16 &&
                   f.subgroup_shuffle && f.shared_memory_bytes >= kCmShared;
-  return cm ? "attention_cm" : "attention";
+  if (!cm) return "attention";
+  return attention_mode_ == "auto" && coopmat_quad_layout() ? "attention_cmr" : "attention_cm";
 }
 
 ops::AttentionOut VulkanBackend::attention(const Tensor& qin, const Tensor& kin, const Tensor& vin,
@@ -119,9 +155,10 @@ ops::AttentionOut VulkanBackend::attention(const Tensor& qin, const Tensor& kin,
   Tensor lse = rt_->output({B, H, Tq});  // f32 for f16 q too (core/ops.h)
   const auto bq = rt_->input_storage(q), bk = rt_->input_storage(k), bv = rt_->input_storage(v);
   const double work = 2.0 * double(B * H * Tq) * double(Tk) * double(D);
-  if (attention_kernel(q.dtype(), D) == "attention_cm" && cm_aligned(pc.q) && cm_aligned(pc.k) && cm_aligned(pc.v)) {
+  const std::string kernel = attention_kernel(q.dtype(), D);
+  if (kernel != "attention" && cm_aligned(pc.q) && cm_aligned(pc.k) && cm_aligned(pc.v)) {
     const uint64_t groups = uint64_t(B * H) * ((Tq + kCmRows - 1) / kCmRows);
-    rt_->run("attention_cm_f16", {kCmGroup, uint32_t(D), kCmRows},
+    rt_->run(kernel + "_f16", {kCmGroup, uint32_t(D), kCmRows},
              {{bq, false}, {bk, false}, {bv, false}, {Runtime::buffer_of(out), true}, {Runtime::buffer_of(lse), true}},
              pc, Runtime::grid(groups), work);
     return {out.transpose(1, 2), lse};
@@ -174,13 +211,14 @@ ops::AttentionGrads VulkanBackend::attention_backward(const Tensor& gin, const T
     bdq = Runtime::buffer_of(dq), bdk = Runtime::buffer_of(dk), bdv = Runtime::buffer_of(dv);
     r.dq = dq.transpose(1, 2), r.dk = dk.transpose(1, 2), r.dv = dv.transpose(1, 2);
   }
-  if (attention_kernel(q.dtype(), D) == "attention_cm" && cm_aligned(pc.q) && cm_aligned(pc.k) &&
-      cm_aligned(pc.v) && cm_aligned(pc.g)) {  // outputs: out_row and out_off are multiples of D = 64
+  const std::string kernel = attention_kernel(q.dtype(), D);
+  if (kernel != "attention" && cm_aligned(pc.q) && cm_aligned(pc.k) && cm_aligned(pc.v) &&
+      cm_aligned(pc.g)) {  // outputs: out_row and out_off are multiples of D = 64
     const uint64_t qg = uint64_t(B * H) * ((Tq + kCmRows - 1) / kCmRows), kg = uint64_t(B * H) * ((Tk + kCmRows - 1) / kCmRows);
-    rt_->run("attention_cm_dq_f16", {kCmGroup, uint32_t(D), kCmRows},
+    rt_->run(kernel + "_dq_f16", {kCmGroup, uint32_t(D), kCmRows},
              {{bq, false}, {bk, false}, {bv, false}, {bg, false}, {bl, false}, {drow, false}, {bdq, true}}, pc,
              Runtime::grid(qg), 2.0 * work);
-    rt_->run("attention_cm_dkdv_f16", {kCmGroup, uint32_t(D), kCmRows},
+    rt_->run(kernel + "_dkdv_f16", {kCmGroup, uint32_t(D), kCmRows},
              {{bq, false}, {bk, false}, {bv, false}, {bg, false}, {bl, false}, {drow, false}, {bdk, true}, {bdv, true}},
              pc, Runtime::grid(kg), 3.0 * work);
     return r;

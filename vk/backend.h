@@ -12,6 +12,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "core/backend.h"
 #include "vk/runtime.h"
@@ -31,9 +32,11 @@ struct CmTile {
 std::span<const CmTile> cm_tiles();
 // ALPHA_VK_CM_TILE=<name> forces one tile for every product (sweeps, tests); empty = chosen per shape.
 std::string cm_tile_from_env();
-// Attention kernels (vk/attention.cpp): true = the tensor-core kernels where they apply (f16, head size 64,
-// NV cooperative matrix), else the SIMT ones. ALPHA_VK_ATTENTION=auto (true) | simt (false).
-bool attention_coopmat_from_env();
+// Attention kernels (vk/attention.cpp), ALPHA_VK_ATTENTION: "auto" = the fastest that applies (tensor-core
+// kernels with the softmax in registers, attention_cmr, where the device's accumulator layout is the one they
+// are written for; else attention_cm, scores through shared memory; both need f16, head size 64, NV cooperative
+// matrix), "cm" = never attention_cmr, "simt" = never tensor cores.
+std::string attention_mode_from_env();
 
 class VulkanBackend : public Backend {
  public:
@@ -56,9 +59,16 @@ class VulkanBackend : public Backend {
   int class_count() const { return static_cast<int>(thresholds_.size()); }  // OpClass values 0 .. class_count()-1
   Runtime& runtime() { return *rt_; }
   void set_matmul_mode(MatmulMode m) { matmul_mode_ = m; }
-  void set_attention_coopmat(bool on) { attention_coopmat_ = on; }
-  // The kernel family fused attention of `dtype`, head size D, runs with: "attention_cm" or "attention".
+  void set_attention_mode(std::string mode);  // auto | cm | simt (ValueError otherwise)
+  // The kernel family fused attention of `dtype`, head size D, runs with: "attention_cmr", "attention_cm" or
+  // "attention".
   std::string attention_kernel(DType dtype, int64_t D) const;
+  // Whether the device's 16 x 16 f32 cooperative-matrix fragments have the layout attention_cmr.comp assumes
+  // (probed once with spirv/coopmat_layout.comp; false without NV cooperative matrices).
+  bool coopmat_quad_layout() const;
+  // The probe's raw output: per lane of 32, the fragment length, then (row, column) of elements 0..7; empty
+  // without NV cooperative matrices.
+  std::vector<float> coopmat_layout_probe() const;
   // The kernel variant a (batches x) M x N product of `dtype` operands runs with (tests, bench).
   std::string matmul_kernel(DType dtype, int64_t M, int64_t N, int64_t K, int64_t batches) const;
   // The block tile of the 16-byte-load coopmat kernel for a (batches x) M x N x K product (forced or by shape).
@@ -87,6 +97,13 @@ class VulkanBackend : public Backend {
                                          const Tensor& rstd, bool has_bias) override;
   Tensor gelu(const Tensor& x) override;
   Tensor gelu_backward(const Tensor& dy, const Tensor& x) override;
+  ops::RMSNormOut rmsnorm(const Tensor& x, const Tensor& w, double eps) override;  // vk/rmsnorm.cpp
+  ops::RMSNormGrads rmsnorm_backward(const Tensor& dy, const Tensor& x, const Tensor& w, const Tensor& rstd) override;
+  Tensor rope(const Tensor& x, const Tensor& cos, const Tensor& sin, int64_t pos0, bool inverse) override;  // vk/rope.cpp
+  Tensor swiglu(const Tensor& gate, const Tensor& up) override;  // vk/swiglu.cpp (with relu2)
+  ops::SwiGLUGrads swiglu_backward(const Tensor& dy, const Tensor& gate, const Tensor& up) override;
+  Tensor relu2(const Tensor& x) override;
+  Tensor relu2_backward(const Tensor& dy, const Tensor& x) override;
   Tensor softmax(const Tensor& x, bool causal) override;
   Tensor softmax_backward(const Tensor& dy, const Tensor& y) override;
   ops::CrossEntropyOut cross_entropy(const Tensor& logits, const Tensor& targets, int64_t ignore_index) override;
@@ -130,7 +147,8 @@ class VulkanBackend : public Backend {
   std::array<int64_t, 9> thresholds_{};
   MatmulMode matmul_mode_ = matmul_mode_from_env();
   std::string cm_tile_ = cm_tile_from_env();
-  bool attention_coopmat_ = attention_coopmat_from_env();
+  std::string attention_mode_ = attention_mode_from_env();
+  mutable int quad_layout_ = -1;  // coopmat_quad_layout(): -1 not probed yet
 };
 
 }  // namespace alpha::vk

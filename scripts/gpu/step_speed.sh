@@ -3,7 +3,7 @@
 # several settings, with the per-kernel GPU time of the last step (metrics.profile), then (TORCH=N lines) the
 # PyTorch peer's step times in the same call. Example: the GPT-2 step with the default dispatch thresholds vs
 # the old fixed ones: CONFIG=gpu/configs/gpt2_124m.json bash gpu/step_speed.sh "auto||$S" "fixed||$S --set ..."
-# Usage (carry .gl and gpu): bash gpu/step_speed.sh "label|ENV=.. ENV2=..|--set k=v --set k2=v2" ...
+# TOP=N lists the N costliest kernels (12). Usage (carry .gl and gpu): bash gpu/step_speed.sh "label|ENV=.. ENV2=..|--set k=v --set k2=v2" ...
 set -u
 source "$(dirname "$0")/setup.sh"
 CONFIG=${CONFIG:-configs/shakespeare_char.json}
@@ -18,7 +18,7 @@ import json, sys
 r=[json.loads(l) for l in open(sys.argv[1]) if '"type":"step"' in l]
 ms=sorted(x["step_ms"] for x in r[3:]); print(sys.argv[2], "steps", len(r), "median step ms", round(ms[len(ms)//2],1), "loss", r[0]["loss"], "->", r[-1]["loss"])
 last=r[-1]; g=last.get("gpu_ms", {})
-print("  gpu ms (last step): total", round(sum(g.values()),1), " ".join(f"{k}={v:.2f}" for k,v in sorted(g.items(), key=lambda kv:-kv[1])[:12]))
+print("  gpu ms (last step): total", round(sum(g.values()),1), " ".join(f"{k}={v:.2f}" for k,v in sorted(g.items(), key=lambda kv:-kv[1])[:int(__import__("os").environ.get("TOP", "12"))]))
 print("  ", {k: v for k, v in last.items() if k not in ("loss","lr","grad_norm","step","time","elapsed_s","gpu_ms","type")})
 PY
 done

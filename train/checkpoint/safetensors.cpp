@@ -59,6 +59,8 @@ bool hf_gpt2_transposed(const std::string& ours) {
 
 void export_safetensors(const std::string& path, const GPT& model, const Tokenizer* tok) {
   const GPTConfig& mc = model.config();
+  ALPHA_CHECK(!mc.llama(), CheckpointError,
+              "[safetensors] \"{}\": the GPT-2 safetensors layout cannot hold an arch llama model", path);
   nlohmann::json header = nlohmann::json::object();
   std::string data;
   for (const auto& [name, shape] : export_layout(mc)) {
@@ -170,6 +172,8 @@ void load_safetensors_into(GPT& model, const std::string& path, const Tokenizer&
                 "[safetensors] init_from \"{}\": its tokenizer differs from the one built from data.path", path);
   }
   const GPTConfig& mc = model.config();
+  ALPHA_CHECK(!mc.llama(), CheckpointError,
+              "[safetensors] init_from \"{}\": the GPT-2 safetensors layout cannot initialise an arch llama model", path);
   for (const auto& [name, shape] : export_layout(mc)) {
     const std::string hf = hf_gpt2_name(name);
     const Tensor* src = find(file, hf);

@@ -13,6 +13,7 @@
 #include "config/config.h"
 #include "metrics/dash.h"
 #include "data/data.h"
+#include "loop/run_checkpoint.h"
 #include "loop/trainer.h"
 #include "dist/comm.h"
 #include "vk/check.h"
@@ -189,10 +190,7 @@ int cmd_bench(const std::vector<std::string>& args) {
   }
   if (!config_path.empty() || !overrides.empty()) {
     const Config cfg = config_path.empty() ? load_config_text("{}", overrides, "bench") : load_config(config_path, overrides);
-    o.model = GPTConfig{cfg.model.n_layer, cfg.model.n_head, cfg.model.n_embd, cfg.model.block_size,
-                        cfg.model.vocab_size > 0 ? cfg.model.vocab_size : 65, cfg.model.dropout, cfg.model.bias};
-    o.model.fused_attention = cfg.model.attention == "fused";
-    o.model.f16 = cfg.model.precision == "f16";
+    o.model = gpt_config(cfg.model, cfg.model.vocab_size > 0 ? cfg.model.vocab_size : 65);
     o.batch = cfg.train.batch_size;
     o.grad_accum = static_cast<int>(cfg.train.grad_accum);
   }

@@ -13,6 +13,7 @@
 #include "checkpoint/safetensors.h"
 #include "cli/cli.h"
 #include "cli/cmd_util.h"
+#include "config/config.h"
 #include "config/json_limits.h"
 #include "inspect/inspect.h"
 #include "loop/device.h"
@@ -109,6 +110,8 @@ InspectModel load_inspect_model(const std::string& arg, const std::string& preci
     throw CheckpointError(fmt::format("[checkpoint] \"{}\": bad tokenizer: {}", path, e.what()));
   }
   GPTConfig mc = ck.model;
+  ALPHA_CHECK(!mc.llama(), ConfigError, "[inspect] \"{}\" is a model.arch llama model: inspection covers gpt2 only so far",
+              path);
   mc.fused_attention = ck.config.model.attention == "fused";
   mc.f16 = precision.empty() ? ck.config.model.precision == "f16" : precision == "f16";
   m.model = std::make_unique<GPT>(mc, unused);

@@ -236,8 +236,12 @@ void check_device(const std::string& d) {
 // In double so absurd sizes are reported instead of overflowing int64.
 double estimated_parameters(const ModelConfig& m, int64_t vocab_size) {
   const double C = static_cast<double>(m.n_embd), L = static_cast<double>(m.n_layer);
+  // Llama: an explicit model.mlp_hidden F adds up to 3 C F per block (an untied head: V C), an upper bound.
+  const double llama = m.arch == "llama" ? L * 3.0 * C * static_cast<double>(m.mlp_hidden) +
+                                               (m.tie_embeddings ? 0.0 : static_cast<double>(vocab_size) * C)
+                                         : 0.0;
   return static_cast<double>(vocab_size) * C + static_cast<double>(m.block_size) * C + L * (12.0 * C * C + 13.0 * C) +
-         2.0 * C;
+         2.0 * C + llama;
 }
 
 void check_sizes(const Config& c) {
@@ -379,6 +383,38 @@ json parse_json_text(const std::string& text, const std::string& origin) {
   }
 }
 
+// model.arch and the Llama-only keys: ranges, choices and the rules between them (a key set away from its
+// default needs arch "llama"; the heads must split into KV groups; RoPE rotates pairs of channels).
+void parse_llama_keys(const json& j, ModelConfig& m) {
+  const ModelConfig d;
+  m.arch = get_string(j, "model.arch", d.arch);
+  check_choice("model.arch", m.arch, {"gpt2", "llama"});
+  m.n_kv_head = get_int(j, "model.n_kv_head", d.n_kv_head, 0, 1024);
+  m.mlp_hidden = get_int(j, "model.mlp_hidden", d.mlp_hidden, 0, int64_t{1} << 20);
+  m.rope_base = get_double(j, "model.rope_base", d.rope_base, {1, true}, {1e12, false});
+  m.tie_embeddings = get_bool(j, "model.tie_embeddings", d.tie_embeddings);
+  m.qk_norm = get_bool(j, "model.qk_norm", d.qk_norm);
+  m.mlp_act = get_string(j, "model.mlp_act", d.mlp_act);
+  check_choice("model.mlp_act", m.mlp_act, {"swiglu", "relu2"});
+  const auto fail = [](const std::string& msg) { throw ConfigError("[config] " + msg); };
+  if (m.arch != "llama") {
+    const std::pair<const char*, bool> llama_only[] = {
+        {"n_kv_head", m.n_kv_head != d.n_kv_head}, {"mlp_hidden", m.mlp_hidden != d.mlp_hidden},
+        {"rope_base", m.rope_base != d.rope_base}, {"tie_embeddings", m.tie_embeddings != d.tie_embeddings},
+        {"qk_norm", m.qk_norm != d.qk_norm},       {"mlp_act", m.mlp_act != d.mlp_act}};
+    for (const auto& [key, set] : llama_only)
+      if (set) fail(fmt::format("\"model.{}\" applies to \"model.arch\": \"llama\" only (arch is \"{}\")", key, m.arch));
+    return;
+  }
+  if (m.bias) fail("\"model.bias\" must be false with \"model.arch\": \"llama\" (Llama blocks have no biases)");
+  const int64_t kv = m.n_kv_head > 0 ? m.n_kv_head : m.n_head;
+  if (m.n_head % kv != 0)
+    fail(fmt::format("\"model.n_head\" ({}) must be a multiple of \"model.n_kv_head\" ({})", m.n_head, kv));
+  if ((m.n_embd / m.n_head) % 2 != 0)
+    fail(fmt::format("arch llama needs an even head size for RoPE: \"model.n_embd\" / \"model.n_head\" = {}",
+                     m.n_embd / m.n_head));
+}
+
 }  // namespace
 
 Config parse_config(const json& j) {
@@ -408,6 +444,7 @@ Config parse_config(const json& j) {
     throw ConfigError(fmt::format("[config] \"model.n_embd\" ({}) must be divisible by \"model.n_head\" ({})", m.n_embd,
                                   m.n_head));
   }
+  parse_llama_keys(j, m);
 
   auto& da = c.data;
   da.path = get_string(j, "data.path", d.data.path);
@@ -558,7 +595,9 @@ json config_to_json(const Config& c) {
       {"model",
        {{"n_layer", m.n_layer}, {"n_head", m.n_head}, {"n_embd", m.n_embd}, {"block_size", m.block_size},
         {"vocab_size", m.vocab_size}, {"dropout", m.dropout}, {"bias", m.bias},
-        {"attention", m.attention}, {"precision", m.precision}}},
+        {"attention", m.attention}, {"precision", m.precision}, {"arch", m.arch}, {"n_kv_head", m.n_kv_head},
+        {"mlp_hidden", m.mlp_hidden}, {"rope_base", m.rope_base}, {"tie_embeddings", m.tie_embeddings},
+        {"qk_norm", m.qk_norm}, {"mlp_act", m.mlp_act}}},
       {"data",
        {{"path", c.data.path}, {"tokenizer", c.data.tokenizer}, {"val_fraction", c.data.val_fraction},
         {"sampling", c.data.sampling}, {"vocab_size", c.data.vocab_size}, {"tokenizer_path", c.data.tokenizer_path}}},

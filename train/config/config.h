@@ -23,6 +23,14 @@ struct ModelConfig {
   bool bias = false;
   std::string attention = "fused";  // fused | unfused (the reference composition of ops)
   std::string precision = "f32";    // f32 | f16 (f16 storage of activations and weight copies, f32 math and master weights)
+  // Llama-style blocks (train/model/llama.cpp); the keys below need arch "llama" (docs/config.md).
+  std::string arch = "gpt2";        // gpt2 | llama
+  int64_t n_kv_head = 0;            // 0 = n_head; must divide n_head
+  int64_t mlp_hidden = 0;           // 0 = default (swiglu: 8C/3 rounded up to 64; relu2: 4C)
+  double rope_base = 10000.0;
+  bool tie_embeddings = true;
+  bool qk_norm = false;
+  std::string mlp_act = "swiglu";   // swiglu | relu2
   bool operator==(const ModelConfig&) const = default;
 };
 

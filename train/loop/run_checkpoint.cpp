@@ -51,7 +51,11 @@ void check_model_header(const RunCheckpoint& ck, bool header_only) {
   const bool in_range = g.n_layer >= 1 && g.n_layer <= 1000 && g.n_head >= 1 && g.n_head <= 1024 && g.n_embd >= 1 &&
                         g.n_embd <= 65536 && g.n_embd % g.n_head == 0 && g.block_size >= 1 &&
                         g.block_size <= (int64_t{1} << 20) && g.vocab_size >= 1 && g.vocab_size <= (int64_t{1} << 24) &&
-                        std::isfinite(g.dropout) && g.dropout >= 0 && g.dropout < 1;
+                        std::isfinite(g.dropout) && g.dropout >= 0 && g.dropout < 1 &&
+                        (g.arch == "gpt2" || g.arch == "llama") && g.n_kv_head >= 0 && g.n_kv_head <= g.n_head &&
+                        g.n_head % g.kv_heads() == 0 && g.mlp_hidden >= 0 && g.mlp_hidden <= (int64_t{1} << 20) &&
+                        std::isfinite(g.rope_base) && g.rope_base > 1 && (g.mlp_act == "swiglu" || g.mlp_act == "relu2") &&
+                        (!g.llama() || ((g.n_embd / g.n_head) % 2 == 0 && !g.bias));
   ALPHA_CHECK(in_range, CheckpointError,
               "[checkpoint] \"{}\": header model (n_layer {}, n_head {}, n_embd {}, block_size {}, vocab_size {}, "
               "dropout {}) is out of range", ck.path, g.n_layer, g.n_head, g.n_embd, g.block_size, g.vocab_size, g.dropout);
@@ -59,14 +63,27 @@ void check_model_header(const RunCheckpoint& ck, bool header_only) {
   double held = 0;
   for (const auto& nt : ck.file.tensors)
     if (nt.first.rfind(kParam, 0) == 0) held += static_cast<double>(nt.second.numel());
-  const double C = static_cast<double>(g.n_embd);
-  const double need = static_cast<double>(g.vocab_size + g.block_size) * C + static_cast<double>(g.n_layer) * 12.0 * C * C;
+  const double need = static_cast<double>(expected_parameters(g));  // in range: no overflow
   ALPHA_CHECK(held >= need, CheckpointError,
               "[checkpoint] \"{}\" holds {} parameter values, fewer than the {:.0f} its header's model needs", ck.path,
               held, need);
 }
 
 }  // namespace
+
+GPTConfig gpt_config(const ModelConfig& m, int64_t vocab_size) {
+  GPTConfig mc{m.n_layer, m.n_head, m.n_embd, m.block_size, vocab_size, m.dropout, m.bias};
+  mc.fused_attention = m.attention == "fused";
+  mc.f16 = m.precision == "f16";
+  mc.arch = m.arch;
+  mc.n_kv_head = m.n_kv_head;
+  mc.mlp_hidden = m.mlp_hidden;
+  mc.rope_base = m.rope_base;
+  mc.tie_embeddings = m.tie_embeddings;
+  mc.qk_norm = m.qk_norm;
+  mc.mlp_act = m.mlp_act;
+  return mc;
+}
 
 ScheduleOptions schedule_from_config(const Config& cfg) {
   return ScheduleOptions{parse_schedule(cfg.optim.schedule), cfg.optim.lr, cfg.optim.min_lr, cfg.optim.warmup_steps,
@@ -98,7 +115,9 @@ std::string save_run_checkpoint(const Config& cfg, const Tokenizer& tok, const G
       {"alpha_version", ALPHA_VERSION},
       {"config", config_to_json(cfg)},
       {"model", {{"n_layer", mc.n_layer}, {"n_head", mc.n_head}, {"n_embd", mc.n_embd}, {"block_size", mc.block_size},
-                 {"vocab_size", mc.vocab_size}, {"dropout", mc.dropout}, {"bias", mc.bias}}},
+                 {"vocab_size", mc.vocab_size}, {"dropout", mc.dropout}, {"bias", mc.bias}, {"arch", mc.arch},
+                 {"n_kv_head", mc.n_kv_head}, {"mlp_hidden", mc.mlp_hidden}, {"rope_base", mc.rope_base},
+                 {"tie_embeddings", mc.tie_embeddings}, {"qk_norm", mc.qk_norm}, {"mlp_act", mc.mlp_act}}},
       {"tokenizer", tok.to_json()},
       {"step", st.step},
       {"tokens_seen", st.tokens_seen},
@@ -144,6 +163,14 @@ RunCheckpoint load_run_checkpoint(const std::string& path, bool header_only) {
     ck.model = GPTConfig{mj.at("n_layer").get<int64_t>(), mj.at("n_head").get<int64_t>(), mj.at("n_embd").get<int64_t>(),
                          mj.at("block_size").get<int64_t>(), mj.at("vocab_size").get<int64_t>(),
                          mj.at("dropout").get<double>(), mj.at("bias").get<bool>()};
+    // Llama keys (absent before arch "llama": GPT-2 defaults).
+    ck.model.arch = mj.value("arch", std::string("gpt2"));
+    ck.model.n_kv_head = mj.value("n_kv_head", int64_t{0});
+    ck.model.mlp_hidden = mj.value("mlp_hidden", int64_t{0});
+    ck.model.rope_base = mj.value("rope_base", 10000.0);
+    ck.model.tie_embeddings = mj.value("tie_embeddings", true);
+    ck.model.qk_norm = mj.value("qk_norm", false);
+    ck.model.mlp_act = mj.value("mlp_act", std::string("swiglu"));
     TrainState& s = ck.state;
     s.step = m.at("step").get<int64_t>();
     s.tokens_seen = m.at("tokens_seen").get<int64_t>();
@@ -205,6 +232,13 @@ void check_compatible(const RunCheckpoint& ck, const GPTConfig& mc, const Tokeni
   field("model.block_size", mc.block_size, ck.model.block_size);
   field("model.vocab_size", mc.vocab_size, ck.model.vocab_size);
   field("model.bias", mc.bias, ck.model.bias);
+  field("model.arch", mc.arch, ck.model.arch);
+  field("model.n_kv_head", mc.kv_heads(), ck.model.kv_heads());
+  field("model.mlp_hidden", mc.mlp_width(), ck.model.mlp_width());
+  field("model.tie_embeddings", mc.tie_embeddings, ck.model.tie_embeddings);
+  field("model.qk_norm", mc.qk_norm, ck.model.qk_norm);
+  field("model.mlp_act", mc.mlp_act, ck.model.mlp_act);
+  field("model.rope_base", mc.rope_base, ck.model.rope_base);
   field("data.tokenizer", tok.kind(), ck.tokenizer.value("kind", std::string("?")));
   ALPHA_CHECK(tok.to_json() == ck.tokenizer, CheckpointError,
               "[checkpoint] cannot {} from \"{}\": the tokenizer vocabulary built from data.path differs from the "

@@ -38,6 +38,8 @@ struct RunCheckpoint {
   CheckpointFile file;
 };
 
+// The model the config describes, with the vocabulary resolved (trainer, bench).
+GPTConfig gpt_config(const ModelConfig& m, int64_t vocab_size);
 ScheduleOptions schedule_from_config(const Config& cfg);
 std::string checkpoint_file_name(int64_t step);  // "ckpt-00000012.alph"
 

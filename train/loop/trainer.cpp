@@ -226,12 +226,6 @@ class TrainingRun {
   std::optional<TrainInspector> inspect_;  // metrics.inspect_interval: `inspect` records (train/inspect/)
 };
 
-GPTConfig gpt_config(const ModelConfig& m, int64_t vocab_size) {
-  GPTConfig mc{m.n_layer, m.n_head, m.n_embd, m.block_size, vocab_size, m.dropout, m.bias};
-  mc.fused_attention = m.attention == "fused";
-  mc.f16 = m.precision == "f16";
-  return mc;
-}
 
 TrainingRun::TrainingRun(const Config& cfg, const TrainOptions& opt, Clock::time_point t0, Progress& progress,
                          DeviceScope& device, TextData& data, MetricsWriter& metrics, int64_t V)

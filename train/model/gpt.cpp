@@ -23,6 +23,12 @@ GPT::GPT(const GPTConfig& cfg, Rng& rng) : cfg_(cfg) {
               cfg.n_head);
   ALPHA_CHECK(cfg.vocab_size > 0 && cfg.block_size > 0 && cfg.n_layer > 0, ValueError,
               "[gpt] vocab_size, block_size and n_layer must be positive");
+  ALPHA_CHECK(cfg.arch == "gpt2" || cfg.arch == "llama", ValueError, "[gpt] arch must be gpt2 or llama, got \"{}\"",
+              cfg.arch);
+  if (cfg.llama()) {
+    llama_init(rng);
+    return;
+  }
   const int64_t C = cfg.n_embd, V = cfg.vocab_size;
   const double proj_std = 0.02 / std::sqrt(2.0 * static_cast<double>(cfg.n_layer));
   wte_ = add_param("transformer.wte.weight", {V, C}, 0.02, rng);
@@ -63,7 +69,7 @@ Tensor GPT::parameter(const std::string& name) const {
 int64_t GPT::num_parameters(bool include_position_embedding) const {
   int64_t n = 0;
   for (const auto& [name, t] : params_) n += t.numel();
-  return include_position_embedding ? n : n - wpe_.numel();
+  return include_position_embedding || !wpe_.defined() ? n : n - wpe_.numel();
 }
 
 double GPT::flops_per_token(int64_t T) const {
@@ -119,6 +125,7 @@ Tensor GPT::forward(const Tensor& idx, bool training, Rng& rng) const {
   const int64_t T = idx.size(1);
   ALPHA_CHECK(T >= 1 && T <= cfg_.block_size, ShapeError, "[gpt] sequence length {} exceeds block_size {}", T,
               cfg_.block_size);
+  if (cfg_.llama()) return llama_forward(idx, training, rng);
   // f16 mode: f16 copies of the weights (one cast of wte serves both of its uses).
   auto w = [&](const Tensor& t) { return cfg_.f16 && t.defined() ? ag::cast(t, DType::f16) : t; };
   const Tensor wte = w(wte_);
@@ -131,7 +138,7 @@ Tensor GPT::forward(const Tensor& idx, bool training, Rng& rng) const {
 }
 
 KVCache GPT::make_cache(int64_t B) const {
-  const int64_t H = cfg_.n_head, D = cfg_.n_embd / H;
+  const int64_t H = cfg_.llama() ? cfg_.kv_heads() : cfg_.n_head, D = cfg_.n_embd / cfg_.n_head;
   KVCache c;
   for (int64_t l = 0; l < cfg_.n_layer; ++l) {
     c.k.push_back(Tensor::zeros({B, H, cfg_.block_size, D}));
@@ -171,6 +178,7 @@ Tensor GPT::forward_cached(const Tensor& idx_new, KVCache& cache) const {
               ShapeError, "[gpt] KV cache does not fit idx {} (make it with make_cache(B))", idx_new.str());
   ALPHA_CHECK(Tn >= 1 && start + Tn <= cfg_.block_size, ShapeError,
               "[gpt] cached length {} + {} new positions exceeds block_size {}", start, Tn, cfg_.block_size);
+  if (cfg_.llama()) return llama_forward_cached(idx_new, cache);
   ag::NoGrad no_grad;
   Tensor x = ag::add(ag::embedding(wte_, idx_new), ag::narrow(wpe_, 0, start, Tn));  // (B, Tn, C)
   for (size_t l = 0; l < blocks_.size(); ++l) x = block_forward_cached(blocks_[l], x, cache.k[l], cache.v[l], start);

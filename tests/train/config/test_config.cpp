@@ -467,16 +467,29 @@ TEST_CASE("config: config_to_json has every key and round-trips") {
   leaf_keys(j, "", keys);
   leaf_keys(d, "", default_keys);
   CHECK(keys == default_keys);
-  CHECK(keys.size() == 62);  // 4 top-level + 9 model + 4 data + 7 train + 13 optim + 2 checkpoint + 2 metrics
+  CHECK(keys.size() == 69);  // 4 top-level + 16 model + 4 data + 7 train + 13 optim + 2 checkpoint + 2 metrics
                              // + 3 dispatch + 7 guard
+  // The Llama keys need arch llama (which refuses biases): a second config sets them all.
+  Config l = c;
+  l.model.bias = false;
+  l.model.arch = "llama";
+  l.model.n_kv_head = 1;
+  l.model.mlp_hidden = 96;
+  l.model.rope_base = 500000.0;
+  l.model.tie_embeddings = false;
+  l.model.qk_norm = true;
+  l.model.mlp_act = "relu2";
+  const json jl = alpha::config_to_json(l);
   // Every key differs from its default here, so a key that parse_config ignored would break the round trip.
   for (const auto& k : keys) {
     CAPTURE(k);
     std::string pointer = "/" + k;
     std::replace(pointer.begin(), pointer.end(), '.', '/');
-    CHECK(j.at(json::json_pointer(pointer)) != d.at(json::json_pointer(pointer)));
+    const bool llama_key = j.at(json::json_pointer(pointer)) == d.at(json::json_pointer(pointer));
+    CHECK((llama_key ? jl : j).at(json::json_pointer(pointer)) != d.at(json::json_pointer(pointer)));
   }
   CHECK(alpha::parse_config(j) == c);
+  CHECK(alpha::parse_config(jl) == l);
   CHECK(alpha::load_config_text(j.dump(2), {}, "<dump>") == c);  // through text: doubles print exactly
   CHECK(alpha::parse_config(d) == Config{});
 }

@@ -1,0 +1,21 @@
+// MLP activations of Llama-style blocks: SwiGLU (two inputs, one fused backward) and ReLU².
+#include "core/ops.h"
+#include "autograd/ops.h"
+#include "autograd/tape.h"
+
+namespace alpha::ag {
+
+Tensor swiglu(const Tensor& gate, const Tensor& up) {
+  return record("swiglu", ops::swiglu(gate, up), {gate, up}, [gate, up](const Tensor& g) {
+    ops::SwiGLUGrads d = ops::swiglu_backward(g, gate, up);
+    return std::vector<Tensor>{d.dgate, d.dup};
+  });
+}
+
+Tensor relu2(const Tensor& x) {
+  return record("relu2", ops::relu2(x), {x}, [x](const Tensor& g) {
+    return std::vector<Tensor>{ops::relu2_backward(g, x)};
+  });
+}
+
+}  // namespace alpha::ag

@@ -1,0 +1,278 @@
+// Fused attention on tensor cores with the softmax in registers: the same contract, tiles and math as
+// attention_cm.comp (push constants, views, causal shift, dropout mask, f16 P and dS), but scores, P, dP and
+// dS never leave the accumulator fragments: each lane works on its own fragment elements and the row
+// reductions are quad shuffles. That needs the accumulator layout below (NVIDIA's m16n8k16 layout), which
+// vk/attention.cpp checks on the device with coopmat_layout.comp before choosing these kernels.
+//   Fragment element e (0..7) of lane l of a 16 x 16 f32 accumulator holds
+//     row ROW(e) = l / 4 + 8 * (e / 4),  column COL(e) = 2 * (l % 4) + e % 2 + 8 * ((e / 2) % 2);
+//   so a lane holds two rows (half hr = e / 4) and the 4 lanes of a quad share them.
+// An accumulator converted to f16 is used directly as the A operand of the next product (P V, dS K, P~^T dO).
+// Deterministic: every output element is one subgroup's fixed-order accumulation.
+#version 450
+#extension GL_EXT_control_flow_attributes : require
+#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
+#extension GL_EXT_shader_16bit_storage : require
+#extension GL_KHR_memory_scope_semantics : require
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_shuffle : require
+#extension GL_NV_cooperative_matrix : require
+#define F16
+#include "f16.glsl"
+#include "common.glsl"
+#include "push_constants.h"
+#include "philox.glsl"
+#include "attention.glsl"
+#include "attention_cm.glsl"
+
+#define HALF(e) ((e) >> 2u)  // which of the lane's two rows element e is in
+#define COL(e) (2u * (lane & 3u) + ((e) & 1u) + 8u * (((e) >> 1u) & 1u))
+
+// The max / sum of x over the 4 lanes of a quad (the lanes holding one row).
+float quad_max(float x) {
+  x = max(x, subgroupShuffleXor(x, 1u));
+  return max(x, subgroupShuffleXor(x, 2u));
+}
+float quad_sum(float x) {
+  x += subgroupShuffleXor(x, 1u);
+  return x + subgroupShuffleXor(x, 2u);
+}
+
+shared uvec4 As[BC * LDV];  // forward: Q tile, then key blocks; DQ: Q tile / key blocks; DKDV: K tile / query blocks
+shared uvec4 Bs[BC * LDV];  // forward: value blocks; DQ: dO tile / value blocks; DKDV: V tile / dO blocks
+#ifdef DKDV
+shared float ls[BC], drs[BC];  // lse and drow of the query block
+#endif
+
+#if !defined(DQ) && !defined(DKDV)
+// ---------------------------------------------------------------------------------------------- forward
+void main() {
+  const uint nqb = (p.tq + BR - 1u) / BR;
+  const uint grp = linear_group(), bh = grp / nqb, qb = nqb - 1u - grp % nqb;  // causal: longest rows first
+  if (bh * p.tq >= p.rows) return;  // whole workgroup: no barrier is skipped by part of it
+  const uint b = bh / p.H, h = bh % p.H, sg = gl_SubgroupID, lane = gl_SubgroupInvocationID;
+  const uint q0 = qb * BR, r0 = q0 + 16u * sg;           // first row of the tile / of this subgroup
+  const uint kend = visible(min(p.tq, q0 + BR) - 1u);    // keys any row of the tile sees
+  const uint sg_keys = r0 < p.tq ? visible(min(p.tq, r0 + 16u) - 1u) : 0u;  // ... any row of this subgroup
+  const uint kbase = p.k[0] + b * p.k[1] + h * p.k[2], vbase = p.v[0] + b * p.v[1] + h * p.v[2];
+
+  STAGE(As, q8, p.q[0] + b * p.q[1] + h * p.q[2], p.q[3], q0, p.tq);
+  barrier();  // RAW: the Q tile is staged before subgroups load their fragments
+  F16MAT fq[NF];
+  [[unroll]] for (uint d = 0u; d < NF; ++d) coopMatLoadNV(fq[d], As, (16u * sg) * LDV + 2u * d, LDV, false);
+
+  uint row[2], vis[2];  // this lane's two rows and their visible keys
+  float m[2], l[2];
+  [[unroll]] for (uint hr = 0u; hr < 2u; ++hr) {
+    row[hr] = r0 + (lane >> 2u) + 8u * hr;
+    vis[hr] = row[hr] < p.tq ? visible(row[hr]) : 0u;
+    m[hr] = NEG_INF;
+    l[hr] = 0.0;
+  }
+  F32MAT acc[NF];
+  [[unroll]] for (uint d = 0u; d < NF; ++d) acc[d] = F32MAT(0.0);
+
+  for (uint j0 = 0u; j0 < kend; j0 += BC) {
+    barrier();  // WAR: every subgroup is done with the previous K/V block (and the Q fragments' loads)
+    STAGE(As, k8, kbase, p.k[3], j0, p.tk);
+    STAGE(Bs, v8, vbase, p.v[3], j0, p.tk);
+    barrier();  // RAW: the whole block is staged before any subgroup reads it
+    if (j0 >= sg_keys) continue;  // no row of this subgroup sees the block (subgroup-uniform)
+
+    F32MAT s[BC / 16u];  // S (16 x 64) = Q K^T in four 16-key fragments; K^T is K read column-major
+    [[unroll]] for (uint n = 0u; n < BC / 16u; ++n) {
+      s[n] = F32MAT(0.0);
+      [[unroll]] for (uint d = 0u; d < NF; ++d) {
+        F16MAT fk;
+        coopMatLoadNV(fk, As, (16u * n) * LDV + 2u * d, LDV, true);
+        s[n] = coopMatMulAddNV(fq[d], fk, s[n]);
+      }
+    }
+    float mx[2] = {NEG_INF, NEG_INF};
+    [[unroll]] for (uint n = 0u; n < BC / 16u; ++n)
+      [[unroll]] for (uint e = 0u; e < 8u; ++e) {
+        const float x = j0 + 16u * n + COL(e) < vis[HALF(e)] ? s[n][e] * p.scale : NEG_INF;
+        s[n][e] = x;
+        mx[HALF(e)] = max(mx[HALF(e)], x);
+      }
+    float mref[2], corr[2], ps[2];
+    [[unroll]] for (uint hr = 0u; hr < 2u; ++hr) {
+      const float mn = max(m[hr], quad_max(mx[hr]));
+      mref[hr] = mn == NEG_INF ? 0.0 : mn;  // no inf - inf for rows that see nothing yet
+      corr[hr] = exp(m[hr] - mref[hr]);     // m = -inf: 0 (acc and l are 0 anyway)
+      m[hr] = mn;
+      ps[hr] = 0.0;
+    }
+    [[unroll]] for (uint n = 0u; n < BC / 16u; ++n)
+      [[unroll]] for (uint e = 0u; e < 8u; ++e) {
+        const float pr = exp(s[n][e] - mref[HALF(e)]);  // masked: exp(-inf) = 0
+        ps[HALF(e)] += pr;                               // the normalizer counts dropped probabilities too
+        s[n][e] = pr == 0.0 ? 0.0 : pr * keep_factor(bh, row[HALF(e)], j0 + 16u * n + COL(e));
+      }
+    [[unroll]] for (uint hr = 0u; hr < 2u; ++hr) l[hr] = l[hr] * corr[hr] + quad_sum(ps[hr]);
+    [[unroll]] for (uint d = 0u; d < NF; ++d)
+      [[unroll]] for (uint e = 0u; e < 8u; ++e) acc[d][e] *= corr[HALF(e)];
+    [[unroll]] for (uint n = 0u; n < BC / 16u; ++n) {  // O += P V, P rounded to f16 as in attention_cm.comp
+      const F16MAT fp = F16MAT(s[n]);
+      [[unroll]] for (uint d = 0u; d < NF; ++d) {
+        F16MAT fv;
+        coopMatLoadNV(fv, Bs, (16u * n) * LDV + 2u * d, LDV, false);
+        acc[d] = coopMatMulAddNV(fp, fv, acc[d]);
+      }
+    }
+  }
+  [[unroll]] for (uint hr = 0u; hr < 2u; ++hr) {
+    if (row[hr] >= p.tq) continue;
+    const float inv = 1.0 / l[hr];
+    const uint obase = ((b * p.tq + row[hr]) * p.H + h) * HD;
+    [[unroll]] for (uint d = 0u; d < NF; ++d)
+      [[unroll]] for (uint e = 0u; e < 8u; ++e)
+        if (HALF(e) == hr) o[obase + 16u * d + COL(e)] = float16_t(acc[d][e] * inv);
+    if ((lane & 3u) == 0u) lse[bh * p.tq + row[hr]] = m[hr] + log(l[hr]);
+  }
+}
+
+#elif defined(DQ)
+// ---------------------------------------------------------------------------------------------- dq
+void main() {
+  const uint nqb = (p.tq + BR - 1u) / BR;
+  const uint grp = linear_group(), bh = grp / nqb, qb = nqb - 1u - grp % nqb;  // causal: longest rows first
+  if (bh * p.tq >= p.rows) return;  // whole workgroup: no barrier is skipped by part of it
+  const uint b = bh / p.H, h = bh % p.H, sg = gl_SubgroupID, lane = gl_SubgroupInvocationID;
+  const uint q0 = qb * BR, r0 = q0 + 16u * sg;
+  const uint kend = visible(min(p.tq, q0 + BR) - 1u);
+  const uint sg_keys = r0 < p.tq ? visible(min(p.tq, r0 + 16u) - 1u) : 0u;
+  const uint kbase = p.k[0] + b * p.k[1] + h * p.k[2], vbase = p.v[0] + b * p.v[1] + h * p.v[2];
+
+  STAGE(As, q8, p.q[0] + b * p.q[1] + h * p.q[2], p.q[3], q0, p.tq);
+  STAGE(Bs, g8, p.g[0] + b * p.g[1] + h * p.g[2], p.g[3], q0, p.tq);
+  barrier();  // RAW: Q and dO tiles are staged before subgroups load their fragments
+  F16MAT fq[NF], fg[NF];
+  [[unroll]] for (uint d = 0u; d < NF; ++d) {
+    coopMatLoadNV(fq[d], As, (16u * sg) * LDV + 2u * d, LDV, false);
+    coopMatLoadNV(fg[d], Bs, (16u * sg) * LDV + 2u * d, LDV, false);
+  }
+  uint row[2], vis[2];
+  float L[2], dr[2];
+  [[unroll]] for (uint hr = 0u; hr < 2u; ++hr) {
+    row[hr] = r0 + (lane >> 2u) + 8u * hr;
+    const bool live = row[hr] < p.tq;
+    vis[hr] = live ? visible(row[hr]) : 0u;
+    L[hr] = live ? lse[bh * p.tq + row[hr]] : 0.0;
+    dr[hr] = live ? drow[bh * p.tq + row[hr]] : 0.0;
+  }
+  F32MAT acc[NF];
+  [[unroll]] for (uint d = 0u; d < NF; ++d) acc[d] = F32MAT(0.0);
+
+  for (uint j0 = 0u; j0 < kend; j0 += BC) {
+    barrier();  // WAR: every subgroup is done with the previous K/V block (and the tiles' fragment loads)
+    STAGE(As, k8, kbase, p.k[3], j0, p.tk);
+    STAGE(Bs, v8, vbase, p.v[3], j0, p.tk);
+    barrier();  // RAW: the whole block is staged before any subgroup reads it
+    if (j0 >= sg_keys) continue;  // subgroup-uniform
+    [[unroll]] for (uint n = 0u; n < BC / 16u; ++n) {  // keys [j0 + 16 n, j0 + 16 n + 16)
+      F32MAT s = F32MAT(0.0), dp = F32MAT(0.0);
+      [[unroll]] for (uint d = 0u; d < NF; ++d) {
+        F16MAT fk, fv;
+        coopMatLoadNV(fk, As, (16u * n) * LDV + 2u * d, LDV, true);  // K^T
+        coopMatLoadNV(fv, Bs, (16u * n) * LDV + 2u * d, LDV, true);  // V^T
+        s = coopMatMulAddNV(fq[d], fk, s);
+        dp = coopMatMulAddNV(fg[d], fv, dp);
+      }
+      [[unroll]] for (uint e = 0u; e < 8u; ++e) {  // s becomes dS = P (dP * mult - drow)
+        const uint hr = HALF(e), j = j0 + 16u * n + COL(e);
+        const float pr = j < vis[hr] ? exp(s[e] * p.scale - L[hr]) : 0.0;
+        s[e] = pr == 0.0 ? 0.0 : pr * (dp[e] * keep_factor(bh, row[hr], j) - dr[hr]);
+      }
+      const F16MAT fds = F16MAT(s);
+      [[unroll]] for (uint d = 0u; d < NF; ++d) {
+        F16MAT fk;
+        coopMatLoadNV(fk, As, (16u * n) * LDV + 2u * d, LDV, false);  // K rows n, columns d
+        acc[d] = coopMatMulAddNV(fds, fk, acc[d]);
+      }
+    }
+  }
+  [[unroll]] for (uint hr = 0u; hr < 2u; ++hr) {
+    if (row[hr] >= p.tq) continue;
+    const uint obase = p.out_off[0] + (b * p.tq + row[hr]) * p.out_row + h * HD;
+    [[unroll]] for (uint d = 0u; d < NF; ++d)
+      [[unroll]] for (uint e = 0u; e < 8u; ++e)
+        if (HALF(e) == hr) dq[obase + 16u * d + COL(e)] = float16_t(acc[d][e] * p.scale);
+  }
+}
+
+#else
+// ---------------------------------------------------------------------------------------------- dk, dv
+void main() {
+  const uint nkb = (p.tk + BR - 1u) / BR;
+  const uint grp = linear_group(), bh = grp / nkb, kb = grp % nkb;
+  if (bh * p.tq >= p.rows) return;  // whole workgroup: no barrier is skipped by part of it
+  const uint b = bh / p.H, h = bh % p.H, sg = gl_SubgroupID, lane = gl_SubgroupInvocationID;
+  const uint k0 = kb * BR, s0 = k0 + 16u * sg;  // first key of the tile / of this subgroup
+  const uint qbase = p.q[0] + b * p.q[1] + h * p.q[2], gbase = p.g[0] + b * p.g[1] + h * p.g[2];
+
+  STAGE(As, k8, p.k[0] + b * p.k[1] + h * p.k[2], p.k[3], k0, p.tk);
+  STAGE(Bs, v8, p.v[0] + b * p.v[1] + h * p.v[2], p.v[3], k0, p.tk);
+  barrier();  // RAW: K and V tiles are staged before subgroups load their fragments
+  F16MAT fk[NF], fv[NF];
+  [[unroll]] for (uint d = 0u; d < NF; ++d) {
+    coopMatLoadNV(fk[d], As, (16u * sg) * LDV + 2u * d, LDV, false);
+    coopMatLoadNV(fv[d], Bs, (16u * sg) * LDV + 2u * d, LDV, false);
+  }
+  uint key[2];  // this lane's two keys (the fragments' rows)
+  [[unroll]] for (uint hr = 0u; hr < 2u; ++hr) key[hr] = s0 + (lane >> 2u) + 8u * hr;
+  F32MAT adk[NF], adv[NF];
+  [[unroll]] for (uint d = 0u; d < NF; ++d) adk[d] = adv[d] = F32MAT(0.0);
+
+  // First query row that sees key k0: i + shift >= k0.
+  const uint istart = k0 > p.shift ? k0 - p.shift : 0u;
+  for (uint i0 = (istart / BC) * BC; i0 < p.tq; i0 += BC) {
+    barrier();  // WAR: every subgroup is done with the previous query block (and the tiles' fragment loads)
+    STAGE(As, q8, qbase, p.q[3], i0, p.tq);
+    STAGE(Bs, g8, gbase, p.g[3], i0, p.tq);
+    if (gl_LocalInvocationID.x < BC) {
+      const uint e = gl_LocalInvocationID.x, r = i0 + e;
+      ls[e] = r < p.tq ? lse[bh * p.tq + r] : 0.0;
+      drs[e] = r < p.tq ? drow[bh * p.tq + r] : 0.0;
+    }
+    barrier();  // RAW: the whole query block is staged before any subgroup reads it
+    // No row of the block sees this subgroup's first key (subgroup-uniform): nothing to add.
+    if (s0 >= p.tk || s0 >= visible(min(p.tq, i0 + BC) - 1u)) continue;
+    [[unroll]] for (uint n = 0u; n < BC / 16u; ++n) {  // queries [i0 + 16 n, i0 + 16 n + 16)
+      F32MAT st = F32MAT(0.0), dpt = F32MAT(0.0);  // S^T = K Q^T, dP^T = V dO^T (keys as rows)
+      [[unroll]] for (uint d = 0u; d < NF; ++d) {
+        F16MAT fq, fg;
+        coopMatLoadNV(fq, As, (16u * n) * LDV + 2u * d, LDV, true);  // Q^T
+        coopMatLoadNV(fg, Bs, (16u * n) * LDV + 2u * d, LDV, true);  // dO^T
+        st = coopMatMulAddNV(fk[d], fq, st);
+        dpt = coopMatMulAddNV(fv[d], fg, dpt);
+      }
+      [[unroll]] for (uint e = 0u; e < 8u; ++e) {  // st becomes P~^T, dpt becomes dS^T
+        const uint qi = 16u * n + COL(e), i = i0 + qi, j = key[HALF(e)];
+        const bool seen = i < p.tq && j < p.tk && j < visible(i);
+        const float pr = seen ? exp(st[e] * p.scale - ls[qi]) : 0.0;
+        const float mult = pr == 0.0 ? 0.0 : keep_factor(bh, i, j);
+        st[e] = pr * mult;
+        dpt[e] = pr * (dpt[e] * mult - drs[qi]);
+      }
+      const F16MAT fp = F16MAT(st), fs = F16MAT(dpt);
+      [[unroll]] for (uint d = 0u; d < NF; ++d) {
+        F16MAT fg, fq;
+        coopMatLoadNV(fg, Bs, (16u * n) * LDV + 2u * d, LDV, false);  // dO rows n, columns d
+        coopMatLoadNV(fq, As, (16u * n) * LDV + 2u * d, LDV, false);  // Q rows n, columns d
+        adv[d] = coopMatMulAddNV(fp, fg, adv[d]);
+        adk[d] = coopMatMulAddNV(fs, fq, adk[d]);
+      }
+    }
+  }
+  [[unroll]] for (uint hr = 0u; hr < 2u; ++hr) {
+    if (key[hr] >= p.tk) continue;
+    const uint r = (b * p.tk + key[hr]) * p.out_row + h * HD;
+    [[unroll]] for (uint d = 0u; d < NF; ++d)
+      [[unroll]] for (uint e = 0u; e < 8u; ++e)
+        if (HALF(e) == hr) {
+          dk[p.out_off[1] + r + 16u * d + COL(e)] = float16_t(adk[d][e] * p.scale);
+          dv[p.out_off[2] + r + 16u * d + COL(e)] = float16_t(adv[d][e]);
+        }
+  }
+}
+#endif

@@ -1,0 +1,54 @@
+// MLP activations of Llama-style blocks, one invocation per element (core/cpu/swiglu.cpp states the math):
+// SWIGLU y = silu(g) * u; with BACKWARD dg = dy * u * s * (1 + g * (1 - s)), du = dy * g * s, s = sigmoid(g).
+// RELU2 y = max(x, 0)^2; with BACKWARD dx = 2 * max(x, 0) * dy. F16: f16 storage, f32 math.
+#version 450
+#include "f16.glsl"
+#include "common.glsl"
+#include "push_constants.h"
+
+layout(push_constant) uniform Push { GeluPC p; };
+
+float sigmoid(float g) { return 1.0 / (1.0 + exp(-g)); }
+
+#if defined(SWIGLU) && defined(BACKWARD)
+layout(std430, binding = 0) readonly buffer DY { ST dy[]; };
+layout(std430, binding = 1) readonly buffer G { ST g[]; };
+layout(std430, binding = 2) readonly buffer U { ST u[]; };
+layout(std430, binding = 3) writeonly buffer DG { ST dg[]; };
+layout(std430, binding = 4) writeonly buffer DU { ST du[]; };
+void main() {
+  const uint i = linear_id();
+  if (i >= p.n) return;
+  const float gv = float(g[i]), d = float(dy[i]), s = sigmoid(gv);
+  dg[i] = ST(d * float(u[i]) * s * (1.0 + gv * (1.0 - s)));
+  du[i] = ST(d * gv * s);
+}
+#elif defined(SWIGLU)
+layout(std430, binding = 0) readonly buffer G { ST g[]; };
+layout(std430, binding = 1) readonly buffer U { ST u[]; };
+layout(std430, binding = 2) writeonly buffer Y { ST y[]; };
+void main() {
+  const uint i = linear_id();
+  if (i >= p.n) return;
+  const float gv = float(g[i]);
+  y[i] = ST(gv * sigmoid(gv) * float(u[i]));
+}
+#elif defined(BACKWARD)
+layout(std430, binding = 0) readonly buffer DY { ST dy[]; };
+layout(std430, binding = 1) readonly buffer X { ST x[]; };
+layout(std430, binding = 2) writeonly buffer DX { ST dx[]; };
+void main() {
+  const uint i = linear_id();
+  if (i >= p.n) return;
+  dx[i] = ST(2.0 * max(float(x[i]), 0.0) * float(dy[i]));
+}
+#else
+layout(std430, binding = 0) readonly buffer X { ST x[]; };
+layout(std430, binding = 1) writeonly buffer Y { ST y[]; };
+void main() {
+  const uint i = linear_id();
+  if (i >= p.n) return;
+  const float v = max(float(x[i]), 0.0);
+  y[i] = ST(v * v);
+}
+#endif
