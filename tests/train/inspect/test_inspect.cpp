@@ -283,3 +283,17 @@ TEST_CASE("inspect records of an f16 run (unscaled gradients) and of a lavapipe 
     CHECK(f16["activations"][name]["std"].get<double>() == doctest::Approx(s["std"].get<double>()).epsilon(0.02));
   }
 }
+
+TEST_CASE("arch llama: training writes parameter-only inspect records; alpha inspect refuses it with a usage error") {
+  TempDir d;
+  REQUIRE(cli({"train", tiny_config(d.path), "--quiet", "--set", "model.arch=llama", "--set", "model.bias=false",
+               "--set", "train.max_steps=2", "--set", "metrics.inspect_interval=1"}) == kExitOk);
+  const auto recs = of_type(d.path / "run" / "metrics.jsonl", "inspect");
+  REQUIRE(recs.size() == 2);
+  CHECK(!recs[0]["params"].empty());
+  CHECK(recs[0]["activations"].empty());  // no observer points in the llama forward yet
+  CHECK(validate_record(recs[0]) == "");
+  std::string err;
+  CHECK(cli({"inspect", (d.path / "run").string(), "--prompt", "the"}, &err) == kExitUsage);
+  CHECK(err.find("llama") != std::string::npos);
+}
