@@ -1,6 +1,8 @@
 // End-to-end test of `alpha dash` in headless Chromium (Debian's chromium driven by playwright-core):
 // the page loads, every chart shows the fixture runs' points, lines appended to a metrics file appear without
-// a reload (a half-written line only once it is complete), and screenshots of the charts are not blank.
+// a reload (a half-written line only once it is complete), and screenshots of the charts are not blank; the
+// inspection panels (issue 19) show run-a's `inspect` records as per-layer heat maps and its inspect.json (written
+// by `alpha inspect`) as attention maps per head and a logit lens table.
 // usage: node dash_test.mjs PATH/TO/alpha          (CTest: test dash_chromium; ./dev setup runs npm ci here)
 import { spawn } from "node:child_process";
 import fs from "node:fs";
@@ -94,6 +96,43 @@ function pixelStats(png) {
   return { variance: sum2 / n - (sum / n) ** 2, colored: colored / n };
 }
 
+// The inspection panels: heat maps (one row per layer, one column per inspect record, the layer's values),
+// attention maps (layers x heads canvases) and the logit lens (top-1 tokens of inspect.json), all non-blank.
+async function checkInspectPanels(page, recs) {
+  const rep = JSON.parse(fs.readFileSync(path.join(here, "fixture", "run-a", "inspect.json"), "utf8"));
+  const insp = recs.filter((r) => r.type === "inspect");
+  check(insp.length === 3, `fixture run-a should hold 3 inspect records, has ${insp.length}`);
+  await page.waitForFunction(() => window.alphaDash.inspect.attention.layers > 0, null, { timeout: 10_000 });
+  const got = await page.evaluate(() => window.alphaDash.inspect);
+  const L = rep.model.n_layer, H = rep.model.n_head;
+  const layers = ["embed", ...Array.from({ length: L }, (_, i) => `h.${i}`), "ln_f"];
+  for (const id of ["grad_norm", "update_ratio", "act_scale"]) {
+    const want = id === "act_scale" ? layers.slice(0, -1) : layers;
+    check(got.heat[id].cols === insp.length && JSON.stringify(got.heat[id].names) === JSON.stringify(want),
+          `heat map ${id}: ${got.heat[id].cols} columns of rows ${got.heat[id].names}, want ${insp.length} of ${want}`);
+  }
+  // The last column, from the last record: a layer's gradient norm is the norm over its parameters.
+  const last = insp.at(-1), sq = (l) => Object.entries(last.params).filter(([n]) => layers[0] === l
+    ? /wte|wpe/.test(n) : n.startsWith(`transformer.${l}.`)).reduce((s, [, p]) => s + p.grad_norm ** 2, 0);
+  for (const [i, l] of layers.slice(0, -1).entries())
+    check(Math.abs(got.heat.grad_norm.last[i] - Math.sqrt(sq(l))) < 1e-9 * Math.sqrt(sq(l)), `grad norm of ${l}`);
+  check(Math.abs(got.heat.act_scale.last[1] - last.activations["h.0.resid"].std) < 1e-12, "act scale of h.0");
+  check(got.attention.layers === L && got.attention.heads === H && got.attention.tokens === rep.tokens.length,
+        `attention panel ${JSON.stringify(got.attention)}`);
+  check((await page.$$("#attention .attn canvas")).length === L * H, "one attention canvas per layer and head");
+  const wantCells = rep.logit_lens.map((l) => l.top.map((t) => t[0].text));
+  check(got.lens.rows === rep.logit_lens.length && got.lens.cols === rep.tokens.length &&
+        JSON.stringify(got.lens.cells) === JSON.stringify(wantCells), "logit lens cells differ from inspect.json");
+  check((await page.$$("#lens tr")).length === rep.logit_lens.length + 1, "logit lens table rows");
+  for (const id of ["grad_norm", "update_ratio", "act_scale"]) {
+    const st = pixelStats(await page.locator(`[data-heat="${id}"] canvas`).screenshot());
+    check(st.variance > 20 && st.colored > 0.05, `heat map ${id} looks blank: ${JSON.stringify(st)}`);
+  }
+  const st = pixelStats(await page.locator(`#attention .attn canvas`).first().screenshot());
+  check(st.variance > 20 && st.colored > 0.05, `attention map looks blank: ${JSON.stringify(st)}`);
+  console.log("inspection panels show the fixture's heat maps, attention maps and logit lens");
+}
+
 async function main() {
   check(fs.existsSync(alphaBin), `alpha binary not found at "${alphaBin}" (usage: node dash_test.mjs PATH/TO/alpha)`);
   check(fs.existsSync(chromiumBin), `${chromiumBin} not found (apt install chromium; ./dev setup does)`);
@@ -105,6 +144,7 @@ async function main() {
     runs[name] = { file, recs: records(fs.readFileSync(file, "utf8")) };
   }
   check(!fs.readFileSync(runs["run-b"].file, "utf8").endsWith("\n"), "fixture run-b should end in a torn line");
+  fs.copyFileSync(path.join(here, "fixture", "run-a", "inspect.json"), path.join(tmp, "run-a", "inspect.json"));
 
   dash = spawn(alphaBin, ["dash", path.join(tmp, "run-a"), path.join(tmp, "run-b"), "--port", "0"], { stdio: ["ignore", "pipe", "pipe"] });
   let stderr = "";
@@ -157,6 +197,7 @@ async function main() {
   const runsText = await page.textContent("#runs");
   check(runsText.includes("last line incomplete"), "run-b's torn last line is not flagged");
   console.log("initial points match the fixture");
+  await checkInspectPanels(page, runs["run-a"].recs);
 
   // Live update: append to run-a, first half a line (not plotted yet), then the rest and more records.
   await page.evaluate(() => (window.__noReload = 42));

@@ -33,6 +33,9 @@ commands:
                       write a checkpoint's model as GPT-2-named safetensors
   sample CHECKPOINT [--prompt TEXT] [--max-new-tokens N] [--temperature T] [--top-k K] [--top-p P] [--seed S]
                       stream text from a trained model (`alpha sample --help`)
+  inspect MODEL --prompt TEXT [--json] [--compare B]
+                      one white-box forward: activation stats per layer, attention per head, logit lens;
+                      --compare: the first activation where two models differ (`alpha inspect --help`)
   eval CHECKPOINT [--data PATH] [--iters N]
                       loss and perplexity on the val split or a text file
   prepare --tokenizer KIND [--vocab-size N] [--tokenizer-path DIR] IN.txt OUT_DIR | prepare CONFIG [OUT_DIR]
@@ -58,6 +61,7 @@ commands:
 exit codes: 0 ok, 1 runtime error, 2 usage or config error, 3 bad input data, 4 checkpoint error,
             5 numerics stop (non-finite values, guard.max_bad_steps in a row; the last checkpoint is intact),
             6 GPU fault (device lost or hung, out of device memory; checkpoints already written are intact),
+            7 `inspect --compare`: the models' activations differ,
             130 interrupted (SIGINT/SIGTERM; a checkpoint was saved)
 )";
 
@@ -226,6 +230,7 @@ int run_cli(int argc, char** argv) {
     if (cmd == "export") return cmd_export(rest);
     if (cmd == "info") return cmd_info(rest);
     if (cmd == "sample") return cmd_sample(rest);
+    if (cmd == "inspect") return cmd_inspect(rest);
     if (cmd == "eval") return cmd_eval(rest);
     if (cmd == "prepare") return cmd_prepare(rest);
     if (cmd == "calibrate") return cmd_calibrate(rest);

@@ -21,6 +21,9 @@ constexpr const char* kDashHelp = R"(usage: alpha dash [RUN_DIR|metrics.jsonl ..
 
 Serves a live dashboard of one or more runs: loss and val loss, learning rate, grad norm and tokens/s
 against step, overlaid per run, plus each run's config. Updates while the runs write. Works offline.
+Inspection panels (docs/inspect.md): per-layer heat maps over time of gradient norm, update/weight ratio and
+activation scale from the run's `inspect` records (metrics.inspect_interval), and the attention maps per head and
+logit lens of RUN_DIR/inspect.json (written by `alpha inspect RUN_DIR --prompt ...`).
 
   RUN_DIR           a run's out_dir (reads RUN_DIR/metrics.jsonl); default: every runs/*/metrics.jsonl
   --port N          port to listen on (default 8080; 0 picks a free one)

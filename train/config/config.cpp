@@ -511,6 +511,7 @@ Config parse_config(const json& j) {
   c.metrics.path = get_string(j, "metrics.path", d.metrics.path, /*allow_empty=*/false);
   c.metrics.profile = get_bool(j, "metrics.profile", d.metrics.profile);
   c.metrics.peak_tflops = get_double(j, "metrics.peak_tflops", d.metrics.peak_tflops, {0, false}, {1e6, false});
+  c.metrics.inspect_interval = get_int(j, "metrics.inspect_interval", d.metrics.inspect_interval, 0, kMaxCount);
   auto& h = c.metrics.http;
   const MetricsHttpConfig& dh = d.metrics.http;
   h.url = get_string(j, "metrics.http.url", dh.url);
@@ -632,6 +633,7 @@ json config_to_json(const Config& c) {
                   {"ns_coefficients", o.muon.ns_coefficients}, {"ns_dtype", o.muon.ns_dtype}}}}},
       {"checkpoint", {{"interval", c.checkpoint.interval}, {"keep_last", c.checkpoint.keep_last}}},
       {"metrics", {{"path", c.metrics.path}, {"profile", c.metrics.profile}, {"peak_tflops", c.metrics.peak_tflops},
+                   {"inspect_interval", c.metrics.inspect_interval},
                    {"http", {{"url", c.metrics.http.url}, {"token_env", c.metrics.http.token_env},
                              {"queue_lines", c.metrics.http.queue_lines}, {"batch_lines", c.metrics.http.batch_lines},
                              {"max_retries", c.metrics.http.max_retries}, {"timeout_s", c.metrics.http.timeout_s},

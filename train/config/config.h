@@ -91,6 +91,7 @@ struct MetricsConfig {
   std::string path = "metrics.jsonl";  // relative paths are inside out_dir
   bool profile = false;                // per-kernel GPU time from Vulkan timestamps
   double peak_tflops = 0;              // the device's peak FLOP/s (in TFLOP/s) for MFU; 0 = unknown, no MFU
+  int64_t inspect_interval = 100;      // `inspect` records (grad/weight/update norms, activation stats); 0 = off
   MetricsHttpConfig http;
   bool operator==(const MetricsConfig&) const = default;
 };

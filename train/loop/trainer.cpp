@@ -25,6 +25,7 @@
 #include "loop/device.h"
 #include "model/gpt.h"
 #include "loop/guard.h"
+#include "inspect/train_inspector.h"
 #include "metrics/http_sink.h"
 #include "metrics/metrics.h"
 #include "metrics/progress.h"
@@ -229,6 +230,7 @@ class TrainingRun {
   BackendCounters backend_prev_;
   std::optional<StopSignalScope> signals_;
   std::optional<DataParallel> dp_;  // mpirun: this rank's share of each step (loop/data_parallel.h)
+  std::optional<TrainInspector> inspect_;  // metrics.inspect_interval: `inspect` records (train/inspect/)
 };
 
 std::unique_ptr<AdamW> make_muon(const OptimConfig& o, const GPT& model, const AdamWOptions& adamw) {
@@ -279,6 +281,7 @@ TrainingRun::TrainingRun(const Config& cfg, const TrainOptions& opt, Clock::time
                                                    cfg.train.grad_accum));
   if (mc_.f16) scaler_ = std::make_unique<LossScaler>();
   sched_ = schedule_from_config(cfg);
+  inspect_.emplace(*model_, cfg.metrics.inspect_interval, cfg.train.max_steps);
 }
 
 void TrainingRun::start(const std::string& resume_path) {
@@ -350,6 +353,7 @@ void TrainingRun::train() {
       break;
     }
     if (!s.verdict.bad() && !s.overflow) guard_->commit_good(step + 1, mean_loss(s));
+    if (nlohmann::json rec = inspect_->after_update(); !rec.empty()) metrics_.write("inspect", rec);
 
     const int64_t done = step + 1;
     st_.step = done;
@@ -383,8 +387,10 @@ Tensor TrainingRun::next_batch_loss(Rng& data_rng, Rng& dropout_rng) {
 // MPI: this rank's grad_accum micro-batches of the N x grad_accum, then the sum of the ranks' gradients.
 void TrainingRun::forward_backward(StepOutcome& s) {
   dp_->begin_step(data_, data_rng_, dropout_rng_);
+  inspect_->begin_forward(st_.step + 1);  // activation stats of the first micro-batch on an inspect step
   for (int64_t micro = 0; micro < cfg_.train.grad_accum; ++micro) {
     Tensor loss = next_batch_loss(data_rng_, dropout_rng_);
+    inspect_->end_forward();
     if (gpu_optimizer_) gpu_optimizer_->add_loss(loss, micro == 0);  // summed on the GPU, read once in update
     else s.loss_sum += loss.item();
     // The seed 1/grad_accum gives the grads of scale(loss, 1/grad_accum) without reading a GPU loss back.
@@ -408,6 +414,8 @@ void TrainingRun::update(StepOutcome& s, int64_t step) {
     s.overflow = !finite && std::isfinite(s.loss_sum);
     if (finite || s.overflow) scaler_->update(finite);
   }
+  // Per-parameter gradient norms (before clipping; the GPU AdamW unscales inside its step) and weights before it.
+  inspect_->before_update(scaler_ && gpu_optimizer_ ? scaler_->scale() : 1.0);
   AdamW& optimizer = *optimizer_owner_;
   const bool have_checkpoint = !result_.checkpoint.empty();
   bool gpu_vetoed = false;  // GPU AdamW skipped the update itself (non-finite grad norm or loss)

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <mutex>
 #include <set>
 
@@ -12,6 +14,7 @@
 
 #include "core/error.h"
 #include "config/config.h"
+#include "metrics/dash_inspect_page.h"
 #include "metrics/dash_page.h"
 #include "metrics/metrics_read.h"
 
@@ -22,6 +25,7 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr size_t kMaxRecordsPerReply = 5000;  // the page asks again for the rest
+constexpr size_t kMaxInspectBytes = size_t{64} << 20;  // an inspect.json larger than this is not served
 
 struct RunState {
   DashRun run;
@@ -33,6 +37,16 @@ struct RunState {
 };
 
 }  // namespace
+
+std::string dash_page_html() {
+  static const std::string page = [] {
+    std::string p = kDashPage;
+    const std::string marker = "/*ALPHA_INSPECT_SCRIPT*/";
+    p.replace(p.find(marker), marker.size(), kDashInspectScript);
+    return p;
+  }();
+  return page;
+}
 
 std::vector<DashRun> resolve_dash_inputs(const std::vector<std::string>& inputs) {
   std::vector<DashRun> runs;
@@ -95,7 +109,31 @@ DashServer::DashServer(std::vector<DashRun> runs) : impl_(std::make_unique<Impl>
   auto no_cache = [](httplib::Response& res) { res.set_header("Cache-Control", "no-store"); };
   s->server.Get("/", [no_cache](const httplib::Request&, httplib::Response& res) {
     no_cache(res);
-    res.set_content(kDashPage, "text/html; charset=utf-8");
+    res.set_content(dash_page_html(), "text/html; charset=utf-8");
+  });
+  // RUN_DIR/inspect.json (`alpha inspect RUN_DIR --prompt ...`) beside the run's metrics file; 404 when absent.
+  s->server.Get("/api/inspect", [s, no_cache](const httplib::Request& req, httplib::Response& res) {
+    size_t id = s->runs.size();
+    try {
+      id = std::stoul(req.get_param_value("run"));
+    } catch (const std::exception&) {
+    }
+    const fs::path file = id < s->runs.size() ? fs::path(s->runs[id].run.path).parent_path() / "inspect.json" : fs::path();
+    std::error_code ec;
+    const auto size = file.empty() ? 0 : fs::file_size(file, ec);
+    std::string text;
+    if (!file.empty() && !ec && size <= kMaxInspectBytes) {
+      std::ifstream in(file, std::ios::binary);
+      text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    }
+    no_cache(res);
+    if (text.empty() || !nlohmann::json::accept(text)) {
+      res.status = 404;
+      res.set_content(R"J({"error": "no readable inspect.json for this run (alpha inspect RUN_DIR --prompt ...)"})J",
+                      "application/json");
+      return;
+    }
+    res.set_content(text, "application/json");
   });
   s->server.Get("/favicon.ico", [](const httplib::Request&, httplib::Response& res) { res.status = 204; });
   s->server.Get("/api/runs", [s, no_cache](const httplib::Request&, httplib::Response& res) {

@@ -3,6 +3,7 @@
 //   GET /                           the page
 //   GET /api/runs                   [{"id", "name", "path"}]
 //   GET /api/records?run=I&from=N   {"records": [...], "next", "total", "generation", "torn", "bad_lines"}
+//   GET /api/inspect?run=I          the run's inspect.json (beside its metrics file; `alpha inspect RUN_DIR`), or 404
 // Records are every parsed line of the run's file in order; `generation` changes when the file was truncated
 // or rewritten (the page then starts over from 0).
 #pragma once
@@ -20,6 +21,9 @@ struct DashRun {
 // RUN_DIR -> RUN_DIR/metrics.jsonl, a file -> itself; no inputs -> every runs/*/metrics.jsonl. Names are
 // made unique. Throws ConfigError when nothing is given and nothing is found.
 std::vector<DashRun> resolve_dash_inputs(const std::vector<std::string>& inputs);
+
+// The page GET / serves: dash_page.h with the inspection panels' script (dash_inspect_page.h) in place.
+std::string dash_page_html();
 
 class DashServer {
  public:

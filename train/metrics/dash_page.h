@@ -1,7 +1,8 @@
 // The `alpha dash` page: one self-contained document (no CDN, works offline). The chart is a small canvas
 // line plot written here. It polls /api/records per run (?poll=MS sets the period, default 1000) and
-// exposes window.alphaDash = {ready, polls, counts: {chart: {run: {series: points}}}} for tests; each
-// chart's element carries data-points (points plotted over all runs and series).
+// exposes window.alphaDash = {ready, polls, counts: {chart: {run: {series: points}}}, inspect} for tests; each
+// chart's element carries data-points (points plotted over all runs and series). The inspection panels (heat
+// maps, attention, logit lens) are dash_inspect_page.h's script, put in place of the marker by the server.
 #pragma once
 
 namespace alpha {
@@ -30,6 +31,16 @@ header h1 { font-size: 16px; margin: 0; }
 .run { border-top: 1px solid var(--grid); padding: 8px 0; }
 .run .meta { color: var(--muted); font-size: 12px; }
 .swatch { display: inline-block; width: 10px; height: 10px; border-radius: 2px; margin-right: 6px; }
+#inspect { padding: 0 16px; }
+#inspect h2 { font-size: 14px; } #inspect h3 { font-size: 13px; margin: 14px 0 6px; }
+#heats { display: grid; grid-template-columns: repeat(auto-fill, minmax(440px, 1fr)); gap: 12px; }
+#heats canvas { width: 100%; height: 200px; display: block; }
+#attention { display: flex; flex-wrap: wrap; gap: 10px; }
+.attn { background: var(--panel); border-radius: 6px; padding: 4px 6px; }
+.attn canvas { width: 128px; height: 128px; display: block; }
+#lens { overflow-x: auto; }
+#lens table { border-collapse: collapse; font-size: 12px; }
+#lens td { padding: 2px 6px; border: 1px solid var(--grid); white-space: nowrap; }
 pre { background: var(--panel); padding: 8px; overflow: auto; max-height: 320px; font-size: 12px; margin: 6px 0 0; }
 </style>
 </head>
@@ -37,6 +48,7 @@ pre { background: var(--panel); padding: 8px; overflow: auto; max-height: 320px;
 <header><h1>alpha dash</h1><div id="legend"></div><div id="status">loading…</div></header>
 <div id="charts"></div>
 <section id="runs"><h2>runs</h2></section>
+<script>/*ALPHA_INSPECT_SCRIPT*/</script>
 <script>
 "use strict";
 const COLORS = ["#2563eb", "#dc2626", "#16a34a", "#9333ea", "#ea580c", "#0891b2", "#be185d", "#4d7c0f"];
@@ -53,7 +65,7 @@ const CHARTS = [
 ];
 const params = new URLSearchParams(location.search);
 const POLL_MS = Math.max(50, Number(params.get("poll")) || 1000);
-const state = {ready: false, polls: 0, counts: {}, runs: []};
+const state = {ready: false, polls: 0, counts: {}, runs: [], inspect: inspectState};
 window.alphaDash = state;
 
 // ---- formatting and the chart ------------------------------------------------------------------------
@@ -151,7 +163,7 @@ function newRun(info, i) {
 }
 
 function reset(run) {
-  run.data = {}; run.runRecord = null; run.end = null; run.last = null; run.torn = false; run.bad = 0;
+  run.data = {}; run.inspect = []; run.runRecord = null; run.end = null; run.last = null; run.torn = false; run.bad = 0;
   for (const c of CHARTS) run.data[c.id] = c.series.map(() => []);
 }
 
@@ -159,6 +171,7 @@ function ingest(run, rec) {
   if (rec.type === "run" || rec.type === "resume") run.runRecord = rec;
   else if (rec.type === "end") run.end = rec;
   else if (rec.type === "step") run.last = rec;
+  inspectIngest(run, rec);  // `inspect` records: the heat maps (inspect.js)
   if (typeof rec.step !== "number") return;
   for (const c of CHARTS) c.series.forEach((s, k) => {
     if (rec.type === s.type && typeof rec[s.key] === "number" && isFinite(rec[s.key])) run.data[c.id][k].push([rec.step, rec[s.key]]);
@@ -196,6 +209,7 @@ function drawAll() {
     drawChart(chartEls[c.id].querySelector("canvas"), lines);
   }
   for (const run of state.runs) renderRun(run);
+  drawInspect();
 }
 
 // ---- polling -------------------------------------------------------------------------------------------
@@ -223,6 +237,7 @@ async function tick() {
     }
     let changed = !state.ready;
     for (const run of state.runs) changed = (await pollRun(run)) || changed;
+    changed = (await pollInspect()) || changed;
     if (changed) drawAll();
     state.polls++; state.ready = true;
     document.getElementById("status").textContent = `updated ${new Date().toLocaleTimeString()} · polling every ${POLL_MS} ms`;

@@ -90,8 +90,13 @@ const std::vector<Field>* fields_of(std::string_view type) {
       {"rollbacks", Kind::Int, kReq},  {"spikes", Kind::Int, kReq},      {"lr_scale", Kind::Number, kReq},
       {"loss", Kind::Number, kOpt},    {"grad_norm", Kind::Number, kOpt}, {"zscore", Kind::Number, kOpt},
       {"origin", Kind::String, kOpt},  {"to_step", Kind::Int, kOpt}};
+  // White-box view every metrics.inspect_interval steps (train/inspect/train_inspector.h): objects keyed by
+  // parameter / activation name, checked by check_inspect.
+  static const std::vector<Field> inspect = {{"step", Kind::Int, kReq}, {"params", Kind::Object, kReq},
+                                             {"activations", Kind::Object, kReq}};
   if (type == "run") return &run;
   if (type == "step") return &step;
+  if (type == "inspect") return &inspect;
   if (type == "eval") return &eval;
   if (type == "checkpoint") return &checkpoint;
   if (type == "sample") return &sample;
@@ -130,6 +135,23 @@ std::string check_backend(const nlohmann::json& b) {
   return "";
 }
 
+// Every params entry has grad_norm, weight_norm, update_ratio; every activations entry mean, std, max_abs, frac_zero,
+// frac_f16_sat (numbers, or null when not finite).
+std::string check_inspect(const nlohmann::json& r) {
+  static const std::vector<Field> param = {{"grad_norm", Kind::Number, kReq}, {"weight_norm", Kind::Number, kReq},
+                                           {"update_ratio", Kind::Number, kReq}};
+  static const std::vector<Field> act = {{"mean", Kind::Number, kReq},      {"std", Kind::Number, kReq},
+                                         {"max_abs", Kind::Number, kReq},   {"frac_zero", Kind::Number, kReq},
+                                         {"frac_f16_sat", Kind::Number, kReq}};
+  for (const auto& [group, fields] : {std::pair{"params", &param}, {"activations", &act}})
+    for (const auto& [k, v] : r[group].items()) {
+      const std::string what = fmt::format("inspect record's {}[\"{}\"]", group, k);
+      if (!v.is_object()) return fmt::format("[metrics] {} must be an object", what);
+      if (std::string e = check_fields(v, *fields, what); !e.empty()) return e;
+    }
+  return "";
+}
+
 }  // namespace
 
 std::string validate_record(const nlohmann::json& r) {
@@ -150,6 +172,7 @@ std::string validate_record(const nlohmann::json& r) {
   if (r.contains("step") && r["step"].get<int64_t>() < 0)
     return fmt::format("[metrics] {}: \"step\" must be >= 0 (got {})", what, r["step"].get<int64_t>());
   if (type == "step" && r.contains("backend")) return check_backend(r["backend"]);
+  if (type == "inspect") return check_inspect(r);
   return "";
 }
 

@@ -78,19 +78,26 @@ double GPT::flops_per_token(int64_t T) const {
   return 6.0 * N + 12.0 * static_cast<double>(cfg_.n_layer * cfg_.n_embd * T);
 }
 
-Tensor GPT::block_forward(const Block& b, const Tensor& x, bool training, Rng& rng) const {
+// Hands x to the observer as "h.<layer>.<what>" (layer < 0: just "<what>") and returns it.
+const Tensor& GPT::observe(int64_t layer, const char* what, const Tensor& x) const {
+  if (observer_) observer_(layer < 0 ? std::string(what) : fmt::format("h.{}.{}", layer, what), x);
+  return x;
+}
+
+Tensor GPT::block_forward(const Block& b, const Tensor& x, bool training, Rng& rng, int64_t layer) const {
   if (cfg_.f16 && b.ln1_w.dtype() != DType::f16) {  // f16 mode: run on f16 copies of the block's weights
     Block h = b;
     for (Tensor* t : {&h.ln1_w, &h.ln1_b, &h.attn_w, &h.attn_b, &h.proj_w, &h.proj_b, &h.ln2_w, &h.ln2_b, &h.fc_w,
                       &h.fc_b, &h.fc2_w, &h.fc2_b})
       if (t->defined()) *t = ag::cast(*t, DType::f16);
-    return block_forward(h, x, training, rng);
+    return block_forward(h, x, training, rng, layer);
   }
   const int64_t B = x.size(0), T = x.size(1), C = cfg_.n_embd, H = cfg_.n_head, D = C / H;
   const double p = cfg_.dropout;
   // Attention: (B, T, C) -> qkv (B, T, 3C) -> q, k, v (B, H, T, D) -> y (B, T, C)
-  Tensor h = ag::layernorm(x, b.ln1_w, b.ln1_b);
-  Tensor qkv = ag::linear(h, b.attn_w, b.attn_b);
+  const int64_t l = layer;
+  Tensor h = observe(l, "ln_1", ag::layernorm(x, b.ln1_w, b.ln1_b));
+  Tensor qkv = observe(l, "attn.qkv", ag::linear(h, b.attn_w, b.attn_b));
   Tensor y;
   if (cfg_.fused_attention) {
     // One op reading the heads in place from qkv (f16 in f16 mode: y and qkv's gradient are f16 too).
@@ -103,10 +110,14 @@ Tensor GPT::block_forward(const Block& b, const Tensor& x, bool training, Rng& r
     y = ag::matmul(att, v);                                              // (B, H, T, D)
     y = ag::reshape(ag::contiguous(ag::transpose(y, 1, 2)), {B, T, C});  // (B, T, C)
   }
-  Tensor x1 = ag::add(x, ag::dropout(ag::linear(y, b.proj_w, b.proj_b), p, rng, training));
+  observe(l, "attn.y", y);
+  Tensor a = observe(l, "attn.out", ag::linear(y, b.proj_w, b.proj_b));
+  Tensor x1 = observe(l, "resid_mid", ag::add(x, ag::dropout(a, p, rng, training)));
   // MLP: (B, T, C) -> (B, T, 4C) -> (B, T, C)
-  Tensor m = ag::gelu(ag::linear(ag::layernorm(x1, b.ln2_w, b.ln2_b), b.fc_w, b.fc_b));
-  return ag::add(x1, ag::dropout(ag::linear(m, b.fc2_w, b.fc2_b), p, rng, training));
+  Tensor h2 = observe(l, "ln_2", ag::layernorm(x1, b.ln2_w, b.ln2_b));
+  Tensor m = observe(l, "mlp.act", ag::gelu(ag::linear(h2, b.fc_w, b.fc_b)));
+  Tensor out = observe(l, "mlp.out", ag::linear(m, b.fc2_w, b.fc2_b));
+  return observe(l, "resid", ag::add(x1, ag::dropout(out, p, rng, training)));
 }
 
 Tensor GPT::forward(const Tensor& idx, bool training, Rng& rng) const {
@@ -120,10 +131,10 @@ Tensor GPT::forward(const Tensor& idx, bool training, Rng& rng) const {
   const Tensor wte = w(wte_);
   Tensor tok = ag::embedding(wte, idx);                                  // (B, T, C)
   Tensor pos = ag::narrow(w(wpe_), 0, 0, T);                             // (T, C), broadcast over B
-  Tensor x = ag::dropout(ag::add(tok, pos), cfg_.dropout, rng, training);
-  for (const Block& b : blocks_) x = block_forward(b, x, training, rng);
-  x = ag::layernorm(x, w(lnf_w_), w(lnf_b_));
-  return ag::linear(x, wte, Tensor());  // tied LM head: (B, T, C) @ (V, C)^T -> (B, T, V)
+  Tensor x = observe(-1, "embed", ag::dropout(ag::add(tok, pos), cfg_.dropout, rng, training));
+  for (size_t l = 0; l < blocks_.size(); ++l) x = block_forward(blocks_[l], x, training, rng, static_cast<int64_t>(l));
+  x = observe(-1, "ln_f", ag::layernorm(x, w(lnf_w_), w(lnf_b_)));
+  return observe(-1, "logits", ag::linear(x, wte, Tensor()));  // tied LM head: (B, T, C) @ (V, C)^T -> (B, T, V)
 }
 
 KVCache GPT::make_cache(int64_t B) const {

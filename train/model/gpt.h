@@ -9,6 +9,7 @@
 // Hkv n_kv_head, F MLP hidden size.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -54,6 +55,13 @@ struct GPTConfig {
 // Parameter values of a model with this config (what its named_parameters hold), without building it.
 int64_t expected_parameters(const GPTConfig& cfg);
 
+// Called by GPT::forward at named points with the activation there, in forward order (train/inspect uses it):
+// "embed" (B, T, C); per layer L: "h.L.ln_1", "h.L.attn.qkv" (B, T, 3C), "h.L.attn.y" (heads merged),
+// "h.L.attn.out" (c_proj), "h.L.resid_mid", "h.L.ln_2", "h.L.mlp.act" (B, T, 4C, after GELU), "h.L.mlp.out",
+// "h.L.resid" (the block's output); then "ln_f" and "logits" (B, T, V). The tensor may live on the GPU or be f16.
+// arch llama reports no points yet (`alpha inspect` refuses it).
+using ActivationObserver = std::function<void(const std::string& name, const Tensor& x)>;
+
 class GPT {
  public:
   // Weights ~ N(0, 0.02), residual projections (c_proj) ~ N(0, 0.02 / sqrt(2 n_layer)), biases 0, LN 1/0.
@@ -76,6 +84,8 @@ class GPT {
   Tensor forward_cached(const Tensor& idx_new, KVCache& cache) const;
   // Mean cross-entropy of forward(idx) against targets i32 (B, T).
   Tensor loss(const Tensor& idx, const Tensor& targets, bool training, Rng& dropout_rng) const;
+  // Installs (or, with an empty function, removes) the activation observer; no observer costs nothing.
+  void set_observer(ActivationObserver fn) { observer_ = std::move(fn); }
   // FLOPs of one forward+backward per token (6N + attention), for MFU.
   double flops_per_token(int64_t T) const;
 
@@ -92,7 +102,8 @@ class GPT {
                      Tensor* v_cache) const;
   Tensor llama_forward_cached(const Tensor& idx_new, KVCache& cache) const;
   Tensor add_param(const std::string& name, const Shape& shape, double std, Rng& rng, double fill = 0.0);
-  Tensor block_forward(const Block& blk, const Tensor& x, bool training, Rng& rng) const;
+  Tensor block_forward(const Block& blk, const Tensor& x, bool training, Rng& rng, int64_t layer) const;
+  const Tensor& observe(int64_t layer, const char* what, const Tensor& x) const;
   Tensor block_forward_cached(const Block& blk, const Tensor& x, Tensor& k_cache, Tensor& v_cache, int64_t start) const;
 
   GPTConfig cfg_;
@@ -101,6 +112,7 @@ class GPT {
   std::vector<Block> blocks_;
   std::vector<LlamaBlock> lblocks_;
   Tensor lm_head_, rope_cos_, rope_sin_;  // llama: untied head (or undefined), RoPE tables (block_size, D/2) f32
+  ActivationObserver observer_;
 };
 
 }  // namespace alpha

@@ -458,6 +458,7 @@ TEST_CASE("config: config_to_json has every key and round-trips") {
   c.metrics.path = "/tmp/m.jsonl";
   c.metrics.profile = true;
   c.metrics.peak_tflops = 989.5;
+  c.metrics.inspect_interval = 7;
   c.metrics.http = {"http://127.0.0.1:9/x", "ALPHA_TOKEN", 7, 3, 2, 1.5, 0.5};
   c.dispatch = {0, 12345, "auto"};
   c.guard = {"rollback", 2, 0.5, 10, 3.0, "skip", 0};
@@ -468,7 +469,7 @@ TEST_CASE("config: config_to_json has every key and round-trips") {
   leaf_keys(j, "", keys);
   leaf_keys(d, "", default_keys);
   CHECK(keys == default_keys);
-  CHECK(keys.size() == 76);  // 4 top-level + 16 model + 4 data + 7 train + 21 optim + 2 checkpoint + 1 metrics
+  CHECK(keys.size() == 77);  // 4 top-level + 16 model + 4 data + 7 train + 21 optim + 2 checkpoint + 2 metrics
                              // + 3 dispatch + 7 guard
   // The Llama keys need arch llama (which refuses biases): a second config sets them all.
   Config l = c;

@@ -69,7 +69,9 @@ TEST_CASE("dash inputs: a run directory, a metrics file, unique names") {
 }
 
 TEST_CASE("the dashboard page is self-contained: no external scripts, styles or fonts") {
-  const std::string page = kDashPage;
+  const std::string page = dash_page_html();
+  CHECK(page.find("function drawInspect") != std::string::npos);  // the inspection panels' script is inlined
+  CHECK(page.find("ALPHA_INSPECT_SCRIPT") == std::string::npos);
   CHECK(page.find("<canvas") != std::string::npos);
   CHECK(page.find("://") == std::string::npos);  // no absolute URL of any kind (CDN, fonts)
   CHECK(page.find("src=") == std::string::npos);
@@ -113,7 +115,30 @@ TEST_CASE("the dash API serves records incrementally, holds back a torn tail and
   CHECK(missing->status == 404);
   auto page = cl.Get("/");
   REQUIRE(page);
-  CHECK(page->body == kDashPage);
+  CHECK(page->body == dash_page_html());
+}
+
+TEST_CASE("the dash serves a run's inspect.json (alpha inspect RUN_DIR), 404 when absent or not JSON") {
+  TempDir d;
+  for (const char* r : {"a", "b"}) {
+    fs::create_directories(d.path / r);
+    append_file(d.path / r / "metrics.jsonl", R"({"type":"run","config":{"seed":1}})" "\n");
+  }
+  append_file(d.path / "a" / "inspect.json", R"({"tokens": [1, 2], "logit_lens": []})");
+  RunningDash dash(resolve_dash_inputs({(d.path / "a").string(), (d.path / "b").string()}));
+  const json a = dash.get("/api/inspect?run=0");
+  CHECK(a["tokens"] == json::array({1, 2}));
+  httplib::Client cl("127.0.0.1", dash.port);
+  for (const char* q : {"/api/inspect?run=1", "/api/inspect?run=2", "/api/inspect?run=x", "/api/inspect"}) {
+    CAPTURE(q);
+    auto r = cl.Get(q);
+    REQUIRE(r);
+    CHECK(r->status == 404);
+  }
+  append_file(d.path / "a" / "inspect.json", "{");  // now not JSON (a torn write by hand)
+  auto torn = cl.Get("/api/inspect?run=0");
+  REQUIRE(torn);
+  CHECK(torn->status == 404);
 }
 
 TEST_CASE("alpha dash refuses bad options with exit code 2") {
