@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# GPU machine: issue 20's curves in one call: the shakespeare_char recipe (6L/384, T256, B64, 2000 steps of the
+# 5000-step schedule, f16) with the GPT-2 block and the Llama block (configs/llama_shakespeare_char.json), each with
+# AdamW and with Muon (optim.name muon, Newton-Schulz on the GPU's f16 GEMMs; Muon keeps its state on the host, so
+# those runs use the CPU optimizer for both). Prints each run's eval curve, best val and median step ms.
+# Usage (carry .gl and gpu): bash gpu/arch_optim_curves.sh [extra --set ...]
+set -u
+source "$(dirname "$0")/setup.sh"
+run() {
+  local label=$1 config=$2; shift 2
+  timeout 200 gpu/alpha train gpu/configs/$config --quiet --set data.path=gpu/tinyshakespeare.txt \
+    --set out_dir=$OUT/$label --set device=vulkan --set model.precision=f16 --set checkpoint.interval=100000 \
+    --set train.max_steps=${STEPS:-2000} --set train.sample_tokens=0 "$@" > $OUT/$label.log 2>&1 || { echo "$label failed"; tail -3 $OUT/$label.log; return; }
+  python3 - $OUT/$label/metrics.jsonl $label <<'PY'
+import json, sys
+rs = [json.loads(l) for l in open(sys.argv[1])]
+ev = [r for r in rs if r.get("type") == "eval"]; st = [r for r in rs if r.get("type") == "step"]
+ms = sorted(r["step_ms"] for r in st[5:])
+print(sys.argv[2], "best val", round(min(r["val_loss"] for r in ev), 4), "median step ms", round(ms[len(ms) // 2], 1),
+      "curve", " ".join(f"{r['step']}:{r['val_loss']:.4f}" for r in ev))
+PY
+}
+run gpt2_adamw_gpu shakespeare_char.json --set optim.device=gpu "$@"
+run llama_adamw_gpu llama_shakespeare_char.json --set optim.device=gpu "$@"
+run gpt2_muon shakespeare_char.json --set optim.device=cpu --set optim.name=muon --set optim.muon.ns_dtype=f16 "$@"
+run llama_muon llama_shakespeare_char.json --set optim.device=cpu --set optim.name=muon --set optim.muon.ns_dtype=f16 "$@"
+exit 0
