@@ -16,25 +16,18 @@ the test compares Alpha's recorded activations with it.
 import argparse
 import json
 import math
-import struct
+import os
+import sys
 
 import torch
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
+from safetensors_torch import load_safetensors as _load  # noqa: E402
 
-def load_safetensors(path):
-    with open(path, "rb") as f:
-        raw = f.read()
-    (n,) = struct.unpack("<Q", raw[:8])
-    header = json.loads(raw[8 : 8 + n].decode("utf-8"))
-    data = raw[8 + n :]
-    tensors = {}
-    for name, e in header.items():
-        if name == "__metadata__":
-            continue
-        assert e["dtype"] == "F32", (name, e["dtype"])
-        b, en = e["data_offsets"]
-        tensors[name.removeprefix("transformer.")] = torch.frombuffer(bytearray(data[b:en]), dtype=torch.float32).reshape(e["shape"]).clone()
-    return tensors, header.get("__metadata__", {})
+
+def load_safetensors(path):  # GPT-2 names without the "transformer." prefix
+    tensors, meta = _load(path)
+    return {k.removeprefix("transformer."): v for k, v in tensors.items()}, meta
 
 
 def gelu_new(x):

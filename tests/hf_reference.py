@@ -34,21 +34,9 @@ import struct
 
 import torch
 
+from safetensors_torch import load_safetensors  # tests/, beside this script
 
-def load_safetensors(path):
-    with open(path, "rb") as f:
-        raw = f.read()
-    (n,) = struct.unpack("<Q", raw[:8])
-    header = json.loads(raw[8 : 8 + n].decode("utf-8"))
-    data = raw[8 + n :]
-    tensors = {}
-    for name, e in header.items():
-        if name == "__metadata__":
-            continue
-        assert e["dtype"] == "F32", (name, e["dtype"])
-        b, en = e["data_offsets"]
-        tensors[name] = torch.frombuffer(bytearray(data[b:en]), dtype=torch.float32).reshape(e["shape"]).clone()
-    return tensors, header.get("__metadata__", {})
+
 
 
 def save_safetensors(path, tensors, metadata):

@@ -15,29 +15,15 @@ approximation), causal attention, final LayerNorm and a LM head tied to wte.
 import json
 import math
 import os
-import struct
 
 import torch
+
+from safetensors_torch import load_safetensors  # tests/, beside this script
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FIX = os.path.join(HERE, "fixtures")
 
 
-def load_safetensors(path):
-    with open(path, "rb") as f:
-        raw = f.read()
-    (n,) = struct.unpack("<Q", raw[:8])
-    header = json.loads(raw[8 : 8 + n].decode("utf-8"))
-    data = raw[8 + n :]
-    tensors = {}
-    for name, e in header.items():
-        if name == "__metadata__":
-            continue
-        assert e["dtype"] == "F32", (name, e["dtype"])
-        b, en = e["data_offsets"]
-        t = torch.frombuffer(bytearray(data[b:en]), dtype=torch.float32).reshape(e["shape"])
-        tensors[name] = t.clone()
-    return tensors, header.get("__metadata__", {})
 
 
 def gelu_new(x):
