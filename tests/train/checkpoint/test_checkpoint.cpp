@@ -25,6 +25,7 @@
 #include "checkpoint/safetensors.h"
 #include "loop/trainer.h"
 #include "tests/test_util.h"
+#include "tests/train/model/model_check.h"
 
 using namespace alpha;
 namespace fs = std::filesystem;
@@ -478,17 +479,7 @@ TEST_CASE("safetensors export matches the committed fixture, and PyTorch's logit
   const fs::path fixture = fs::path(ALPHA_FIXTURES_DIR) / "export_tiny.safetensors";
   CHECK(read_file(out) == read_file(fixture));  // the torch logits below were computed from exactly these bytes
   const auto j = nlohmann::json::parse(read_file(fs::path(ALPHA_FIXTURES_DIR) / "export_tiny_logits.json"));
-  std::vector<int32_t> ids;
-  for (const auto& row : j["inputs"])
-    for (const auto& v : row) ids.push_back(v.get<int32_t>());
-  const int64_t B = static_cast<int64_t>(j["inputs"].size()), T = static_cast<int64_t>(j["inputs"][0].size());
-  ag::NoGrad ng;
-  Rng unused(0);
-  const std::vector<double> ours = m.forward(Tensor::from_vector(ids, {B, T}), false, unused).to_f64_vector();
-  const std::vector<double> torch_logits = j["logits"].get<std::vector<double>>();
-  REQUIRE(ours.size() == torch_logits.size());
-  double worst = 0;
-  for (size_t i = 0; i < ours.size(); ++i) worst = std::max(worst, std::abs(ours[i] - torch_logits[i]));
+  const double worst = worst_logit_error(m, j);
   CHECK(worst < 1e-5);
   // The reader parses what the writer wrote, with HF names and the Conv1D (in, out) layout.
   nlohmann::json meta;

@@ -17,6 +17,7 @@
 #include "cli/cli.h"
 #include "loop/run_checkpoint.h"
 #include "tests/test_util.h"
+#include "tests/train/model/model_check.h"
 
 using namespace alpha;
 using namespace alpha::test;
@@ -64,22 +65,6 @@ GPT llama_model(int64_t vocab, bool tied = false, int64_t kv = 2) {
     for (int64_t i = 0; i < t.numel(); ++i) p[i] += static_cast<float>(0.2 * noise.normal());
   }
   return m;
-}
-
-// Largest |ours - torch| over the logits of the inputs recorded in a logits file (tests/hf_reference.py --out).
-double worst_logit_error(const GPT& m, const nlohmann::json& j) {
-  std::vector<int32_t> ids;
-  for (const auto& row : j["inputs"])
-    for (const auto& v : row) ids.push_back(v.get<int32_t>());
-  const int64_t B = static_cast<int64_t>(j["inputs"].size()), T = static_cast<int64_t>(j["inputs"][0].size());
-  ag::NoGrad ng;
-  Rng unused(0);
-  const std::vector<double> ours = m.forward(Tensor::from_vector(ids, {B, T}), false, unused).to_f64_vector();
-  const std::vector<double> ref = j["logits"].get<std::vector<double>>();
-  REQUIRE(ours.size() == ref.size());
-  double worst = 0;
-  for (size_t i = 0; i < ours.size(); ++i) worst = std::max(worst, std::abs(ours[i] - ref[i]));
-  return worst;
 }
 
 // Training arguments with a byte-level BPE tokenizer (the kind that has HF tokenizer files).

@@ -16,6 +16,7 @@
 #include "optim/clip.h"
 #include "optim/schedule.h"
 #include "model/gpt.h"
+#include "tests/train/model/model_check.h"
 
 using namespace alpha;
 using nlohmann::json;
@@ -26,16 +27,6 @@ json load_fixture() {
   std::ifstream f(std::string(ALPHA_FIXTURES_DIR) + "/gpt_tiny.json");
   REQUIRE(f.good());
   return json::parse(f);
-}
-
-double rel_error(const std::vector<double>& a, const std::vector<double>& r) {
-  REQUIRE(a.size() == r.size());
-  double scale = 0;
-  for (double v : r) scale = std::max(scale, std::fabs(v));
-  const double floor = std::max(0.1 * scale, 1e-30);
-  double err = 0;
-  for (size_t i = 0; i < a.size(); ++i) err = std::max(err, std::fabs(a[i] - r[i]) / std::max(std::fabs(r[i]), floor));
-  return err;
 }
 
 std::vector<double> doubles(const json& j) { return j.get<std::vector<double>>(); }

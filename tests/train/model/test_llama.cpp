@@ -15,6 +15,7 @@
 #include "autograd/tape.h"
 #include "loop/run_checkpoint.h"
 #include "model/gpt.h"
+#include "tests/train/model/model_check.h"
 #include "model/sample.h"
 #include "tests/test_util.h"
 
@@ -23,16 +24,6 @@ using namespace alpha::test;
 using nlohmann::json;
 
 namespace {
-
-double rel_error(const std::vector<double>& a, const std::vector<double>& r) {
-  REQUIRE(a.size() == r.size());
-  double scale = 0;
-  for (double v : r) scale = std::max(scale, std::fabs(v));
-  const double floor = std::max(0.1 * scale, 1e-30);
-  double err = 0;
-  for (size_t i = 0; i < a.size(); ++i) err = std::max(err, std::fabs(a[i] - r[i]) / std::max(std::fabs(r[i]), floor));
-  return err;
-}
 
 GPTConfig config_of(const json& c) {
   GPTConfig cfg{c["n_layer"], c["n_head"], c["n_embd"], c["block_size"], c["vocab_size"], 0.0, false};
