@@ -5,7 +5,8 @@
 // Per K step of BK the tile's A and B slices are converted to f16 in shared memory, stored as their memory runs
 // (row-major, or column-major for a transposed operand, which coopMatLoadNV reads as such). The next step's
 // slices are loaded from global memory into registers while the current one is multiplied; with STAGES 2 the
-// shared slices are double-buffered, so one barrier per K step separates the writers from the readers.
+// shared slices are double-buffered, so one barrier per K step separates the writers from the readers. PREFETCH 0
+// drops the register prefetch (each step loads, stores, then multiplies): fewer registers, more workgroups per SM.
 // Workgroups walk the output in column bands of GROUP_M tiles (L2 reuse of the B slices). The epilogue stores
 // whole fragments straight to global memory (N a multiple of 8) and passes edge fragments through shared memory
 // so they store only their valid part (any M, N, K).
@@ -54,6 +55,15 @@
 #endif
 #ifndef STAGES
 #define STAGES 1  // shared buffers of the A/B slices (1: two barriers per K step, 2: one)
+#endif
+#ifndef PROBE
+#define PROBE 0     // timing probes only (1 shared, 2 regs; see main)
+#endif
+#ifndef PREFETCH
+#define PREFETCH 1  // the next K step's slices are loaded into registers while the current one is multiplied
+#endif
+#if STAGES == 2 && !PREFETCH
+#error "two shared stages need the register prefetch"
 #endif
 #define GROUP_M 8               // tiles per column band of the workgroup walk
 #define NT (32 * SG_M * SG_N)   // invocations
@@ -106,6 +116,51 @@ void slot(uint t, uint e, uint R, bool k_contig, out uint r, out uint k) {
 // Shared offset of element (r, k) of a slice stored along k (row-major) or along r.
 uint soff(uint r, uint k, uint R, bool k_contig) { return k_contig ? r * (BK + PAD) + k : k * (R + PAD) + r; }
 
+// One staged element of step k0's A / B slice (zero outside the matrix; VEC8: a whole vector is in or out of range,
+// since M, N, K and kend are multiples of 8), and its store into shared buffer st.
+EL load_a(uint t, uint e, uint k0, uint kend, uint m0, uint abase) {
+  uint r, k;
+  slot(t, e, BM, !TRANS_A, r, k);
+  const uint m = m0 + r, ka = k0 + k;
+  return (m < p.M && ka < kend) ? EL(a[(abase + (TRANS_A ? ka * p.lda + m : m * p.lda + ka)) / V]) : EL(0);
+}
+EL load_b(uint t, uint e, uint k0, uint kend, uint n0, uint bbase) {
+  uint r, k;
+  slot(t, e, BN, TRANS_B, r, k);
+  const uint n = n0 + r, kb = k0 + k;
+  return (n < p.N && kb < kend) ? EL(b[(bbase + (TRANS_B ? n * p.ldb + kb : kb * p.ldb + n)) / V]) : EL(0);
+}
+void store_a(uint t, uint e, uint st, EL v) {
+  uint r, k;
+  slot(t, e, BM, !TRANS_A, r, k);
+  As[(st * STAGE_A + soff(r, k, BM, !TRANS_A)) / V] = v;
+}
+void store_b(uint t, uint e, uint st, EL v) {
+  uint r, k;
+  slot(t, e, BN, TRANS_B, r, k);
+  Bs[(st * STAGE_B + soff(r, k, BN, TRANS_B)) / V] = v;
+}
+#define LOAD_A(k0, e) load_a(t, e, k0, kend, m0, abase)
+#define LOAD_B(k0, e) load_b(t, e, k0, kend, n0, bbase)
+#define STORE_A(st, e, v) store_a(t, e, st, v)
+#define STORE_B(st, e, v) store_b(t, e, st, v)
+// The tile's products for one staged K step: each subgroup's FM x FN accumulators (a macro, not a function, so
+// the accumulator array is never copied). Registers decide the speed: on an H100 the products alone reach ~585
+// TFLOP/s at <= 110 registers (16 warps per SM) but ~330 at 204 (8 warps); see docs/PERFORMANCE.md.
+// The FM A fragments of a K slice stay in registers and B fragments load one at a time.
+#define MULTIPLY(ao, bo)                                                                                         \
+  [[unroll]] for (uint ks = 0; ks < BK; ks += 16) {                                                             \
+    fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> fa[FM];                                                            \
+    [[unroll]] for (uint i = 0; i < FM; ++i)                                                                    \
+      coopMatLoadNV(fa[i], As, ((ao) + soff(wm + 16 * i, ks, BM, a_kc)) / V, a_ld / V, TRANS_A);                \
+    [[unroll]] for (uint j = 0; j < FN; ++j) {                                                                  \
+      fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> fb;                                                              \
+      /* B(k, n) sits at soff(n, k): row-major over k x n when B is not transposed, column-major when it is. */ \
+      coopMatLoadNV(fb, Bs, ((bo) + soff(wn + 16 * j, ks, BN, b_kc)) / V, b_ld / V, TRANS_B);                   \
+      [[unroll]] for (uint i = 0; i < FM; ++i) acc[i][j] = coopMatMulAddNV(fa[i], fb, acc[i][j]);               \
+    }                                                                                                           \
+  }
+
 void main() {
   const uint t = gl_LocalInvocationID.x, sg = gl_SubgroupID, lane = gl_SubgroupInvocationID;
   // Grouped walk: consecutive workgroups cover GROUP_M tiles down a column band before moving right.
@@ -123,9 +178,23 @@ void main() {
   fcoopmatNV<32, gl_ScopeSubgroup, 16, 16> acc[FM][FN];
   [[unroll]] for (uint i = 0; i < FM; ++i)
     [[unroll]] for (uint j = 0; j < FN; ++j) acc[i][j] = fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>(0.0);
-  EL ra[LOADS_A], rb[LOADS_B];  // the next K step's slices, in flight while the current one is multiplied
 
   const uint steps = (kend - kbeg + BK - 1) / BK;
+#if PROBE
+  // Timing probes of `alpha bench gpu --tiles` (wrong results by design): where the kernel's ceiling is.
+#if PROBE == 1  // shared: only the fragment loads and products of each step (no staging, no barriers)
+  for (uint s = 0; s < steps; ++s) MULTIPLY((s & 1u) * 8u, (s & 1u) * 8u);  // shifted: the loads stay in the loop
+#elif PROBE == 2  // regs: the products alone, on fragments loaded once
+  fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> pa[FM], pb[FN];
+  [[unroll]] for (uint i = 0; i < FM; ++i) coopMatLoadNV(pa[i], As, soff(wm + 16 * i, 0, BM, a_kc) / V, a_ld / V, TRANS_A);
+  [[unroll]] for (uint j = 0; j < FN; ++j) coopMatLoadNV(pb[j], Bs, soff(wn + 16 * j, 0, BN, b_kc) / V, b_ld / V, TRANS_B);
+  for (uint s = 0; s < steps; ++s)
+    [[unroll]] for (uint ks = 0; ks < BK; ks += 16)
+      [[unroll]] for (uint j = 0; j < FN; ++j)
+        [[unroll]] for (uint i = 0; i < FM; ++i) acc[i][j] = coopMatMulAddNV(pa[i], pb[j], acc[i][j]);
+#endif
+#elif PREFETCH
+  EL ra[LOADS_A], rb[LOADS_B];  // the next K step's slices, in flight while the current one is multiplied
   for (uint s = 0; s <= steps; ++s) {
     const uint st = STAGES == 1 ? 0 : s % 2;  // the shared buffer written this iteration (read the next)
     if (s > 0) {
@@ -134,50 +203,31 @@ void main() {
       barrier();
 #endif
       // (STAGES 2: this buffer was last read two iterations ago, before the previous iteration's barrier.)
-      [[unroll]] for (uint e = 0; e < LOADS_A; ++e) {
-        uint r, k;
-        slot(t, e, BM, a_kc, r, k);
-        As[(st * STAGE_A + soff(r, k, BM, a_kc)) / V] = ra[e];
-      }
-      [[unroll]] for (uint e = 0; e < LOADS_B; ++e) {
-        uint r, k;
-        slot(t, e, BN, b_kc, r, k);
-        Bs[(st * STAGE_B + soff(r, k, BN, b_kc)) / V] = rb[e];
-      }
+      [[unroll]] for (uint e = 0; e < LOADS_A; ++e) STORE_A(st, e, ra[e]);
+      [[unroll]] for (uint e = 0; e < LOADS_B; ++e) STORE_B(st, e, rb[e]);
       // Hazard: the slices must be complete before any subgroup loads fragments from them.
       barrier();
     }
     if (s < steps) {  // load the slices of step s into registers (stored to shared in the next iteration)
       const uint k0 = kbeg + s * BK;
-      [[unroll]] for (uint e = 0; e < LOADS_A; ++e) {
-        uint r, k;
-        slot(t, e, BM, a_kc, r, k);
-        const uint m = m0 + r, ka = k0 + k;
-        // VEC8: a whole vector is in or out of range (M, N, K and kend are multiples of 8).
-        ra[e] = (m < p.M && ka < kend) ? EL(a[(abase + (TRANS_A ? ka * p.lda + m : m * p.lda + ka)) / V]) : EL(0);
-      }
-      [[unroll]] for (uint e = 0; e < LOADS_B; ++e) {
-        uint r, k;
-        slot(t, e, BN, b_kc, r, k);
-        const uint n = n0 + r, kb = k0 + k;
-        rb[e] = (n < p.N && kb < kend) ? EL(b[(bbase + (TRANS_B ? n * p.ldb + kb : kb * p.ldb + n)) / V]) : EL(0);
-      }
+      [[unroll]] for (uint e = 0; e < LOADS_A; ++e) ra[e] = LOAD_A(k0, e);
+      [[unroll]] for (uint e = 0; e < LOADS_B; ++e) rb[e] = LOAD_B(k0, e);
     }
-    if (s > 0) {  // multiply the slices stored above (step s - 1)
-      const uint ao = st * STAGE_A, bo = st * STAGE_B;
-      [[unroll]] for (uint ks = 0; ks < BK; ks += 16) {
-        fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> fa[FM];
-        [[unroll]] for (uint i = 0; i < FM; ++i)
-          coopMatLoadNV(fa[i], As, (ao + soff(wm + 16 * i, ks, BM, a_kc)) / V, a_ld / V, TRANS_A);
-        [[unroll]] for (uint j = 0; j < FN; ++j) {
-          fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> fb;
-          // B(k, n) sits at soff(n, k): row-major over k x n when B is not transposed, column-major when it is.
-          coopMatLoadNV(fb, Bs, (bo + soff(wn + 16 * j, ks, BN, b_kc)) / V, b_ld / V, TRANS_B);
-          [[unroll]] for (uint i = 0; i < FM; ++i) acc[i][j] = coopMatMulAddNV(fa[i], fb, acc[i][j]);
-        }
-      }
-    }
+    if (s > 0) MULTIPLY(st * STAGE_A, st * STAGE_B);  // the slices stored above (step s - 1)
   }
+#else
+  // No register prefetch: fewer registers, so more workgroups per SM hide the global loads instead.
+  for (uint s = 0; s < steps; ++s) {
+    const uint k0 = kbeg + s * BK;
+    // Hazard: every subgroup must be done loading fragments of the previous slices before they are overwritten.
+    if (s > 0) barrier();
+    [[unroll]] for (uint e = 0; e < LOADS_A; ++e) STORE_A(0, e, LOAD_A(k0, e));
+    [[unroll]] for (uint e = 0; e < LOADS_B; ++e) STORE_B(0, e, LOAD_B(k0, e));
+    // Hazard: the slices must be complete before any subgroup loads fragments from them.
+    barrier();
+    MULTIPLY(0, 0);
+  }
+#endif
 
   const uint cbase = gl_WorkGroupID.z * p.M * p.N;  // (batch, split) slice
   const bool direct = p.N % 8 == 0;                 // 16-byte aligned rows: whole fragments store straight

@@ -109,12 +109,12 @@ void VulkanBackend::set_attention_mode(std::string mode) {
   attention_mode_ = std::move(mode);
 }
 
-std::vector<float> VulkanBackend::coopmat_layout_probe() const {
+std::vector<float> VulkanBackend::coopmat_layout_probe(bool f16) const {
   if (!rt_->device().features().nv_coopmat_f16) return {};
   constexpr uint32_t kLanes = 32, kPerLane = 17;  // coopmat_layout.comp: length, then (row, column) x 8
   const auto buf = rt_->scratch(kLanes * kPerLane * 4);
   const struct { uint32_t unused; } push{0};
-  rt_->run("coopmat_layout", {kLanes}, {{buf, true}}, push, {1, 1, 1}, 0.0);
+  rt_->run(f16 ? "coopmat_layout_f16" : "coopmat_layout", {kLanes}, {{buf, true}}, push, {1, 1, 1}, 0.0);
   std::vector<float> got(kLanes * kPerLane);
   rt_->queue().download(buf, got.data(), got.size() * 4);
   return got;

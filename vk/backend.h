@@ -30,6 +30,8 @@ struct CmTile {
   int64_t bm, bn, bk;
 };
 std::span<const CmTile> cm_tiles();
+// Timing probes of a tile's inner loop (wrong results by design): only `alpha bench gpu --tiles` runs them.
+std::span<const CmTile> cm_probes();
 // ALPHA_VK_CM_TILE=<name> forces one tile for every product (sweeps, tests); empty = chosen per shape.
 std::string cm_tile_from_env();
 // Attention kernels (vk/attention.cpp), ALPHA_VK_ATTENTION: "auto" = the fastest that applies (tensor-core
@@ -68,7 +70,7 @@ class VulkanBackend : public Backend {
   bool coopmat_quad_layout() const;
   // The probe's raw output: per lane of 32, the fragment length, then (row, column) of elements 0..7; empty
   // without NV cooperative matrices.
-  std::vector<float> coopmat_layout_probe() const;
+  std::vector<float> coopmat_layout_probe(bool f16 = false) const;  // f16: a 16 x 16 f16 operand's layout
   // The kernel variant a (batches x) M x N product of `dtype` operands runs with (tests, bench).
   std::string matmul_kernel(DType dtype, int64_t M, int64_t N, int64_t K, int64_t batches) const;
   // The block tile of the 16-byte-load coopmat kernel for a (batches x) M x N x K product (forced or by shape).
@@ -78,6 +80,7 @@ class VulkanBackend : public Backend {
   int64_t matmul_splits(const std::string& kernel, int64_t M, int64_t N, int64_t K, int64_t batches,
                         int64_t bm = 128, int64_t bn = 128) const;
   static constexpr int64_t kTargetGroups = 256, kMinSplitK = 256;
+  static constexpr int64_t kSmallGrid = 384;  // cm_tile: fewer 128 x 64 workgroups than this take 64 x 64 tiles
   // Partial sums the embedding backward splits its longest row's `longest` positions over (vk/embedding.cpp).
   static uint32_t embedding_splits(int64_t longest, int64_t vocab, int64_t cols);
   void sync() { rt_->queue().sync(); }

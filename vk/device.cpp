@@ -269,6 +269,10 @@ void Device::create_device() {
   f.device_fault = ffault.deviceFault == VK_TRUE;
   f.nv_cooperative_matrix = has_extension(exts, "VK_NV_cooperative_matrix");
   f.khr_cooperative_matrix = has_extension(exts, "VK_KHR_cooperative_matrix");
+  // Register counts and spills per pipeline (`alpha bench gpu --tiles`): opt-in, capturing them slows pipeline builds.
+  const char* ps = std::getenv("ALPHA_VK_PIPELINE_STATS");
+  f.pipeline_stats = ps && std::string_view(ps) == "1" &&
+                     has_extension(exts, VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
   f.subgroup_size = p11.subgroupSize;
   f.subgroup_shuffle = (p11.subgroupSupportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
                        (p11.subgroupSupportedOperations & VK_SUBGROUP_FEATURE_SHUFFLE_BIT);
@@ -333,6 +337,14 @@ void Device::create_device() {
     cm.cooperativeMatrix = VK_TRUE;
     e12.vulkanMemoryModel = VK_TRUE;  // glslang declares it for the subgroup scope of the coopmat types
     e12.pNext = &cm;
+  }
+  VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR pexec{};
+  pexec.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR;
+  pexec.pipelineExecutableInfo = VK_TRUE;
+  if (f.pipeline_stats) {  // prepended like the fault features below
+    dev_exts.push_back(VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
+    pexec.pNext = e12.pNext;
+    e12.pNext = &pexec;
   }
   if (f.device_fault) {  // prepended: other features may already hang off e12
     efault.pNext = e12.pNext;

@@ -66,7 +66,7 @@ PipelineLayout make_pipeline_layout(VkDevice d, VkDescriptorSetLayout set, uint3
 }
 
 Pipeline make_compute_pipeline(VkDevice d, VkPipelineLayout layout, VkShaderModule module,
-                               std::span<const uint32_t> spec_constants) {
+                               std::span<const uint32_t> spec_constants, bool capture_stats) {
   std::vector<VkSpecializationMapEntry> entries(spec_constants.size());
   for (uint32_t i = 0; i < entries.size(); ++i) entries[i] = {i, i * 4u, 4u};
   VkSpecializationInfo spec{static_cast<uint32_t>(entries.size()), entries.data(), spec_constants.size_bytes(),
@@ -79,6 +79,7 @@ Pipeline make_compute_pipeline(VkDevice d, VkPipelineLayout layout, VkShaderModu
   info.stage.pName = "main";
   info.stage.pSpecializationInfo = entries.empty() ? nullptr : &spec;
   info.layout = layout;
+  if (capture_stats) info.flags |= VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR;
   VkPipeline h = VK_NULL_HANDLE;
   VK_CHECK(vkCreateComputePipelines(d, VK_NULL_HANDLE, 1, &info, nullptr, &h));
   return Pipeline(d, h);

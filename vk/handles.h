@@ -74,8 +74,9 @@ DeviceMemory allocate_memory(VkDevice d, VkDeviceSize size, uint32_t type_index)
 ShaderModule make_shader_module(VkDevice d, std::span<const uint32_t> words);
 DescriptorSetLayout make_storage_set_layout(VkDevice d, uint32_t bindings);  // bindings 0..n-1, storage
 PipelineLayout make_pipeline_layout(VkDevice d, VkDescriptorSetLayout set, uint32_t push_size);
+// capture_stats: VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR (the device enabled pipeline executable properties).
 Pipeline make_compute_pipeline(VkDevice d, VkPipelineLayout layout, VkShaderModule module,
-                               std::span<const uint32_t> spec_constants);  // ids 0..n-1, all uint32
+                               std::span<const uint32_t> spec_constants, bool capture_stats = false);  // ids 0..n-1, all uint32
 DescriptorPool make_descriptor_pool(VkDevice d, uint32_t max_sets, uint32_t storage_descriptors);
 CommandPool make_command_pool(VkDevice d, uint32_t queue_family);
 Semaphore make_timeline_semaphore(VkDevice d, uint64_t initial);

@@ -37,10 +37,17 @@ int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 constexpr CmTile kCmTiles[] = {
     {"128x128w8k64s1", 128, 128, 64}, {"128x128w4k64s1", 128, 128, 64}, {"128x64w4k64s1", 128, 64, 64},
     {"64x128w4k64s1", 64, 128, 64},   {"128x128w4k32s2", 128, 128, 32}, {"256x128w8k32s1", 256, 128, 32},
+    {"64x64w4k64s1", 64, 64, 64},     {"128x64w4k64s1p0", 128, 64, 64}, {"64x64w4k64s1p0", 64, 64, 64},
 };
+
+// Timing probes (spirv/CMakeLists.txt): a tile's inner loop alone, for `alpha bench gpu --tiles`.
+constexpr CmTile kCmProbes[] = {
+    {"128x128w4k64s1_pregs", 128, 128, 64}, {"128x64w4k64s1_pregs", 128, 64, 64}, {"128x64w4k64s1_pshared", 128, 64, 64}};
 
 const CmTile& tile_named(const std::string& name) {
   for (const CmTile& t : kCmTiles)
+    if (name == t.name) return t;
+  for (const CmTile& t : kCmProbes)
     if (name == t.name) return t;
   std::string known;
   for (const CmTile& t : kCmTiles) known += std::string(known.empty() ? "" : ", ") + t.name;
@@ -49,6 +56,7 @@ const CmTile& tile_named(const std::string& name) {
 }  // namespace
 
 std::span<const CmTile> cm_tiles() { return kCmTiles; }
+std::span<const CmTile> cm_probes() { return kCmProbes; }
 
 std::string cm_tile_from_env() {
   const char* e = std::getenv("ALPHA_VK_CM_TILE");
@@ -60,11 +68,13 @@ void VulkanBackend::set_cm_tile(std::string name) { cm_tile_ = name.empty() ? ""
 
 const CmTile& VulkanBackend::cm_tile(int64_t M, int64_t N, int64_t K, int64_t batches) const {
   if (!cm_tile_.empty()) return tile_named(cm_tile_);
-  (void)M, (void)K, (void)batches;
-  // From scripts/gpu/gemm_tiles.sh on an H100 (docs/PERFORMANCE.md): 4 subgroups of 64 x 64 on 128 x 128 tiles win
-  // for wide outputs (4096^3: 194 vs 152 TFLOP/s for the 8-subgroup 128 x 128); 128 x 64 tiles for N <= 1024
-  // (GPT-2's N = 768 products: 151-179 vs 130-150).
-  return tile_named(N <= 1024 ? "128x64w4k64s1" : "128x128w4k64s1");
+  // From `alpha bench gpu --tiles` on an H100 (docs/PERFORMANCE.md): 128 x 64 tiles without the register prefetch
+  // are the fastest or within ~5% at every GPT-2 shape (4096^3 195 TFLOP/s, like the prefetching 128 x 128); a grid
+  // of under ~1.5 waves of them (GPT-2's 768-wide weight gradients) runs 64 x 64 tiles, 3 workgroups per SM.
+  const CmTile& big = tile_named("128x64w4k64s1p0");
+  const int64_t groups = cdiv(M, big.bm) * cdiv(N, big.bn) * batches;
+  const int64_t splits = matmul_splits("matmul_cm_f16", M, N, K, batches, big.bm, big.bn);
+  return groups * splits < kSmallGrid ? tile_named("64x64w4k64s1p0") : big;
 }
 
 MatmulMode matmul_mode_from_env() {

@@ -7,6 +7,41 @@
 
 namespace alpha::vk {
 
+namespace {
+// Every statistic of the pipeline's executables as text (NVIDIA: register count, shared and local memory...).
+std::map<std::string, std::string> read_stats(VkDevice d, VkPipeline p) {
+  std::map<std::string, std::string> out;
+  VkPipelineInfoKHR pi{VK_STRUCTURE_TYPE_PIPELINE_INFO_KHR, nullptr, p};
+  uint32_t n = 0;
+  if (vkGetPipelineExecutablePropertiesKHR(d, &pi, &n, nullptr) != VK_SUCCESS) return out;
+  for (uint32_t e = 0; e < n; ++e) {
+    VkPipelineExecutableInfoKHR ei{VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_INFO_KHR, nullptr, p, e};
+    uint32_t m = 0;
+    if (vkGetPipelineExecutableStatisticsKHR(d, &ei, &m, nullptr) != VK_SUCCESS) continue;
+    VkPipelineExecutableStatisticKHR blank{};
+    blank.sType = VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_STATISTIC_KHR;
+    std::vector<VkPipelineExecutableStatisticKHR> st(m, blank);
+    if (vkGetPipelineExecutableStatisticsKHR(d, &ei, &m, st.data()) != VK_SUCCESS) continue;
+    for (const auto& s : st) {
+      std::string v;
+      switch (s.format) {
+        case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_BOOL32_KHR: v = s.value.b32 ? "true" : "false"; break;
+        case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_INT64_KHR: v = std::to_string(s.value.i64); break;
+        case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_UINT64_KHR: v = std::to_string(s.value.u64); break;
+        default: v = fmt::format("{}", s.value.f64);
+      }
+      out[s.name] = v;
+    }
+  }
+  return out;
+}
+}  // namespace
+
+std::map<std::string, std::string> PipelineCache::executable_stats(const std::string& kernel) const {
+  auto it = exec_stats_.find(kernel);
+  return it == exec_stats_.end() ? std::map<std::string, std::string>{} : it->second;
+}
+
 const ComputePipeline& PipelineCache::get(const std::string& kernel, std::span<const uint32_t> spec,
                                           uint32_t bindings, uint32_t push_size) {
   Key key{kernel, std::vector<uint32_t>(spec.begin(), spec.end()), bindings, push_size};
@@ -30,7 +65,9 @@ const ComputePipeline& PipelineCache::get(const std::string& kernel, std::span<c
   }
   Entry e;
   ALPHA_VK_FAULT_POINT(pipeline, VK_ERROR_OUT_OF_DEVICE_MEMORY, "vkCreateComputePipelines");
-  e.pipeline = make_compute_pipeline(dev_->get(), lit->second.layout.get(), mit->second.get(), spec);
+  const bool capture = dev_->features().pipeline_stats;
+  e.pipeline = make_compute_pipeline(dev_->get(), lit->second.layout.get(), mit->second.get(), spec, capture);
+  if (capture && !exec_stats_.count(kernel)) exec_stats_[kernel] = read_stats(dev_->get(), e.pipeline.get());
   e.view = {e.pipeline.get(), lit->second.layout.get(), lit->second.set.get(), bindings, push_size};
   return pipelines_.emplace(std::move(key), std::move(e)).first->second.view;
 }

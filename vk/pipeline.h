@@ -35,6 +35,9 @@ class PipelineCache {
   const ComputePipeline& get(const std::string& kernel, std::span<const uint32_t> spec, uint32_t bindings,
                              uint32_t push_size);
   const Stats& stats() const { return stats_; }
+  // The driver's statistics of a built kernel variant ("Register Count": "168", ...), captured when the device
+  // enabled them (DeviceFeatures::pipeline_stats); empty otherwise. First pipeline of that variant.
+  std::map<std::string, std::string> executable_stats(const std::string& kernel) const;
 
  private:
   struct Layout {
@@ -51,6 +54,7 @@ class PipelineCache {
   std::map<std::string, ShaderModule> modules_;
   std::map<std::pair<uint32_t, uint32_t>, Layout> layouts_;  // (bindings, push size)
   std::map<Key, Entry> pipelines_;
+  std::map<std::string, std::map<std::string, std::string>> exec_stats_;  // by kernel variant
   Stats stats_;
 };
 

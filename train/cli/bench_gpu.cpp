@@ -132,6 +132,7 @@ nlohmann::json bench_gemm_tiles(vk::VulkanBackend& be, const std::vector<GemmCas
     nlohmann::json row = {{"name", c.name}, {"M", c.M}, {"K", c.K}, {"N", c.N}, {"ta", c.ta}, {"tb", c.tb}};
     std::vector<std::string> names;
     for (const vk::CmTile& t : vk::cm_tiles()) names.push_back(t.name);
+    for (const vk::CmTile& t : vk::cm_probes()) names.push_back(t.name);
     names.push_back("");  // the per-shape choice
     for (const std::string& name : names) {
       be.set_cm_tile(name);
@@ -360,6 +361,25 @@ void run_gpu_bench(const GpuBenchOptions& o) {
   std::vector<Mode> modes = gemm_modes(feat);
   if (o.tiles) {
     out["gemm"] = bench_gemm_tiles(*be, cases, o.quick);
+    for (bool f16 : {false, true})  // the accumulator's and the f16 operand's element layout, (row, col) per lane
+      if (const auto probe = be->coopmat_layout_probe(f16); !probe.empty()) {
+        nlohmann::json lanes = nlohmann::json::array();
+        for (int l = 0; l < 32; ++l) {
+          std::string s;
+          for (int e = 0; e < int(probe[l * 17]); ++e)
+            s += fmt::format("{}({},{})", e ? " " : "", probe[l * 17 + 1 + 2 * e], probe[l * 17 + 2 + 2 * e]);
+          lanes.push_back(s);
+        }
+        out[f16 ? "layout_f16" : "layout_f32"] = lanes;
+      }
+    if (feat.pipeline_stats) {  // ALPHA_VK_PIPELINE_STATS=1: the driver's register and memory counts per tile
+      for (const std::span<const vk::CmTile> list : {vk::cm_tiles(), vk::cm_probes()})
+        for (const vk::CmTile& t : list)
+        for (const char* suffix : {"", "_f32out"}) {
+          const std::string v = std::string("matmul_cm_f16_vec8_") + t.name + suffix;
+          if (auto st = be->runtime().pipelines().executable_stats(v); !st.empty()) out["pipeline_stats"][v] = st;
+        }
+    }
     std::printf("%s\n", out.dump(o.json ? -1 : 1).c_str());
     return;
   }

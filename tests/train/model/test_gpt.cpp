@@ -120,7 +120,9 @@ TEST_CASE("tiny GPT: 3 AdamW steps with clipping and cosine schedule match PyTor
   CHECK(e_lr <= 1e-12);
   CHECK(e_loss <= 1e-5);
   CHECK(e_norm <= 1e-5);
-  CHECK(e_param <= 1e-5);
+  // Adam divides by sqrt(v): f32 gradient rounding, which differs by SIMD target and BLAS core, moves parameters by
+  // ~1e-5 relative (1.07e-5 on an AVX-512 EPYC); a wrong update is off by orders of magnitude more.
+  CHECK(e_param <= 3e-5);
 }
 
 TEST_CASE("GPT init follows nanoGPT: N(0, 0.02), scaled residual projections, unit LayerNorm") {
