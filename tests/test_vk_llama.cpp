@@ -84,6 +84,29 @@ TEST_CASE("vk swiglu and relu2 forward and backward match the CPU (f32 and f16)"
   expect_clean();
 }
 
+TEST_CASE("vk rope on a fused qkv (rot_heads) and swiglu_packed match the CPU (f32 and f16)") {
+  GpuScope g;
+  const auto [cs, sn] = ops::rope_tables(40, 8, 10000.0);
+  for (DType dt : {DType::f32, DType::f16}) {
+    const Tensor x = as(randn({2, 5, 5, 8}, 40), dt);  // (B, T, H + 2Hkv, D), H = 3, Hkv = 1
+    for (bool inv : {false, true}) {
+      const std::string what = fmt::format("{} inverse={}", dtype_name(dt), inv);
+      expect_close(on_gpu([&] { return ops::rope(x, cs, sn, 3, inv, 4); }),
+                   on_cpu([&] { return ops::rope(x, cs, sn, 3, inv, 4); }), tol(dt), tol(dt), what + " rope");
+    }
+    for (int64_t F : {1, 7, 300}) {
+      const std::string what = fmt::format("{} F={}", dtype_name(dt), F);
+      const Tensor gu = as(randn({3, 2, 2 * F}, 41, 3.0), dt), dy = as(randn({3, 2, F}, 42), dt);
+      const Tensor gy = on_gpu([&] { return ops::swiglu_packed(gu); });
+      CHECK(gy.shape() == Shape{3, 2, F});
+      expect_close(gy, on_cpu([&] { return ops::swiglu_packed(gu); }), tol(dt), tol(dt), what + " swiglu_packed");
+      expect_close(on_gpu([&] { return ops::swiglu_packed_backward(dy, gu); }),
+                   on_cpu([&] { return ops::swiglu_packed_backward(dy, gu); }), tol(dt), tol(dt), what + " backward");
+    }
+  }
+  expect_clean();
+}
+
 TEST_CASE("vk tiny Llama (GQA, QK-norm, untied head, swiglu and relu2): loss and gradients match the CPU") {
   for (const char* act : {"swiglu", "relu2"}) {
     GPTConfig cfg{2, 4, 32, 16, 65, 0.0, false};
