@@ -36,6 +36,9 @@ Tensor reshape(const Tensor& x, const Shape& shape);
 Tensor transpose(const Tensor& x, int64_t d0, int64_t d1);
 Tensor permute(const Tensor& x, const std::vector<int64_t>& dims);
 Tensor narrow(const Tensor& x, int64_t dim, int64_t start, int64_t length);
+// xs joined along dim (a new tensor); the backward hands each input a fresh contiguous copy of its slice of
+// the gradient (e.g. the q/k/v weights concatenated per forward for one fused GEMM keep their own grads).
+Tensor cat(const std::vector<Tensor>& xs, int64_t dim);
 Tensor expand(const Tensor& x, const Shape& shape);
 Tensor contiguous(const Tensor& x);
 // x converted to another float dtype (f32 <-> f16 storage); the gradient is cast back to x's dtype, so f32
@@ -52,12 +55,15 @@ Tensor embedding(const Tensor& weight, const Tensor& idx);                   // 
 Tensor layernorm(const Tensor& x, const Tensor& w, const Tensor& b, double eps = 1e-5);
 Tensor gelu(const Tensor& x);
 // Llama-style ops (core/ops.h states the math): RMSNorm over the last dim (w (C) or undefined); rotary
-// embedding of x (B, T, H, D) at positions pos0.. from (P, D/2) cos/sin tables (constants); SwiGLU
-// silu(gate) * up; ReLU² max(x, 0)^2; repeat_kv (B, T, Hkv, D) -> (B, T, Hkv * rep, D) for grouped-query
-// attention (autograd/view.cpp; the backward sums each group).
+// embedding of x (B, T, H, D) at positions pos0.. from (P, D/2) cos/sin tables (constants), heads [0,
+// rot_heads) only when rot_heads >= 0 (the rest copied: a fused qkv's v); SwiGLU silu(gate) * up, or of the
+// halves of one (..., 2F) gate/up projection (swiglu_packed: the backward writes one (..., 2F) gradient);
+// ReLU² max(x, 0)^2; repeat_kv (B, T, Hkv, D) -> (B, T, Hkv * rep, D) for grouped-query attention
+// (autograd/view.cpp; the backward sums each group).
 Tensor rmsnorm(const Tensor& x, const Tensor& w, double eps = 1e-5);
-Tensor rope(const Tensor& x, const Tensor& cos, const Tensor& sin, int64_t pos0 = 0);
+Tensor rope(const Tensor& x, const Tensor& cos, const Tensor& sin, int64_t pos0 = 0, int64_t rot_heads = -1);
 Tensor swiglu(const Tensor& gate, const Tensor& up);
+Tensor swiglu_packed(const Tensor& gu);
 Tensor relu2(const Tensor& x);
 Tensor repeat_kv(const Tensor& x, int64_t rep);
 Tensor softmax(const Tensor& x, bool causal = false);

@@ -6,9 +6,10 @@
 
 namespace alpha::ag {
 
-Tensor rope(const Tensor& x, const Tensor& cos, const Tensor& sin, int64_t pos0) {
-  return record("rope", ops::rope(x, cos, sin, pos0), {x}, [cos, sin, pos0](const Tensor& g) {
-    return std::vector<Tensor>{ops::rope(g, cos, sin, pos0, /*inverse=*/true)};
+Tensor rope(const Tensor& x, const Tensor& cos, const Tensor& sin, int64_t pos0, int64_t rot_heads) {
+  const Tensor y = ops::rope(x, cos, sin, pos0, false, rot_heads);
+  return record("rope", y, {x}, [cos, sin, pos0, rot_heads](const Tensor& g) {
+    return std::vector<Tensor>{ops::rope(g, cos, sin, pos0, /*inverse=*/true, rot_heads)};  // copied heads: g as is
   });
 }
 

@@ -31,6 +31,22 @@ Tensor narrow(const Tensor& x, int64_t dim, int64_t start, int64_t length) {
   });
 }
 
+Tensor cat(const std::vector<Tensor>& xs, int64_t dim) {
+  Tensor y = ops::cat(xs, dim);
+  const int64_t d = dim < 0 ? dim + y.dim() : dim;
+  std::vector<int64_t> sizes;
+  for (const Tensor& x : xs) sizes.push_back(x.size(d));
+  return record("cat", y, xs, [d, sizes](const Tensor& g) {
+    std::vector<Tensor> gs;
+    int64_t at = 0;
+    for (int64_t n : sizes) {  // a copy, not a view: a parameter's grad must be a tensor of its own (GPU AdamW)
+      gs.push_back(ops::cat({g.narrow(d, at, n)}, d));
+      at += n;
+    }
+    return gs;
+  });
+}
+
 Tensor expand(const Tensor& x, const Shape& shape) {
   // The tape's sum_to undoes the broadcast, so the gradient passes through unchanged.
   return record("expand", x.expand(shape), {x}, [](const Tensor& g) { return std::vector<Tensor>{g}; });

@@ -52,9 +52,14 @@ class Backend {
   virtual Tensor gelu_backward(const Tensor&, const Tensor&) { return {}; }
   virtual ops::RMSNormOut rmsnorm(const Tensor&, const Tensor&, double) { return {}; }
   virtual ops::RMSNormGrads rmsnorm_backward(const Tensor&, const Tensor&, const Tensor&, const Tensor&) { return {}; }
-  virtual Tensor rope(const Tensor&, const Tensor&, const Tensor&, int64_t /*pos0*/, bool /*inverse*/) { return {}; }
+  virtual Tensor rope(const Tensor&, const Tensor&, const Tensor&, int64_t /*pos0*/, bool /*inverse*/,
+                      int64_t /*rot_heads*/) {
+    return {};
+  }
   virtual Tensor swiglu(const Tensor&, const Tensor&) { return {}; }
   virtual ops::SwiGLUGrads swiglu_backward(const Tensor&, const Tensor&, const Tensor&) { return {}; }
+  virtual Tensor swiglu_packed(const Tensor&) { return {}; }
+  virtual Tensor swiglu_packed_backward(const Tensor&, const Tensor&) { return {}; }
   virtual Tensor relu2(const Tensor&) { return {}; }
   virtual Tensor relu2_backward(const Tensor&, const Tensor&) { return {}; }
   virtual Tensor softmax(const Tensor&, bool) { return {}; }
@@ -76,6 +81,8 @@ class Backend {
   // backward (zeros of `shape` with g at [start, start + g.size(dim)) along dim).
   virtual Tensor copy(const Tensor&) { return {}; }
   virtual Tensor narrow_backward(const Tensor&, const Shape&, int64_t /*dim*/, int64_t /*start*/) { return {}; }
+  // ops::cat: the xs (same dtype, validated) joined along dim into a new contiguous tensor.
+  virtual Tensor cat(const std::vector<Tensor>&, int64_t /*dim*/) { return {}; }
   // Dtype conversion of a contiguous tensor (f32 <-> f16 storage).
   virtual Tensor cast(const Tensor&, DType) { return {}; }
 };

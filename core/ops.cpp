@@ -12,6 +12,7 @@
 #include "core/gpu_check.h"
 #include "core/op_timing.h"
 #include "core/cpu/attention.h"
+#include "core/cpu/copy.h"
 #include "core/cpu/cross_entropy.h"
 #include "core/cpu/dropout.h"
 #include "core/cpu/elementwise.h"
@@ -159,6 +160,35 @@ Tensor narrow_backward(const Tensor& g, const Shape& shape, int64_t dim, int64_t
   }
   ++dispatch_stats().cpu_ops;
   return on_cpu();
+}
+
+Tensor cat(const std::vector<Tensor>& xs, int64_t dim) {
+  ALPHA_CHECK(!xs.empty(), ValueError, "[cat] no tensors to join");
+  for (const Tensor& x : xs) ALPHA_CHECK(x.defined(), ValueError, "[cat] an input is undefined");
+  const Tensor& x0 = xs[0];
+  const int64_t d = wrap(dim, x0.dim(), "cat");
+  Shape shape = x0.shape();
+  shape[d] = 0;
+  bool on_gpu = false;
+  for (const Tensor& x : xs) {
+    ALPHA_CHECK(x.dtype() == x0.dtype(), DTypeError, "[cat] dtypes differ: {} and {}", x0.str(), x.str());
+    bool ok = x.dim() == x0.dim();
+    for (int64_t k = 0; ok && k < x.dim(); ++k) ok = k == d || x.size(k) == x0.size(k);
+    ALPHA_CHECK(ok, ShapeError, "[cat] {} does not join {} along dim {}", x.str(), x0.str(), d);
+    shape[d] += x.size(d);
+    on_gpu = on_gpu || lives_on_gpu(x);
+  }
+  auto on_cpu = [&] { return cpu::cat(xs, d); };
+  Backend* be = active_backend();
+  if (be && (on_gpu || be->wants(OpClass::elementwise, shape_numel(shape)))) {
+    if (Tensor r = be->cat(xs, d); r.defined()) {
+      ++dispatch_stats().gpu_ops;
+      if (check_state().on) check_result("cat", OpClass::elementwise, r, on_cpu(), {x0});
+      return r;
+    }
+  }
+  ++dispatch_stats().cpu_ops;
+  return timed_op("cat", {x0}, on_cpu);
 }
 
 Tensor cast(const Tensor& x, DType dtype) {

@@ -13,6 +13,7 @@
 #pragma once
 #include <cstdint>
 #include <utility>
+#include <vector>
 
 #include "core/tensor.h"
 
@@ -25,6 +26,9 @@ Tensor contiguous(const Tensor& x);
 Tensor reshape(const Tensor& x, const Shape& shape);  // a view when x is contiguous, else contiguous(x).view
 // Narrow's backward: zeros of `shape` with g placed at [start, start + g.size(dim)) along dim.
 Tensor narrow_backward(const Tensor& g, const Shape& shape, int64_t dim, int64_t start);
+// The xs joined along dim (every other size equal, one dtype; any views): a new contiguous tensor, never a view
+// of an input, so cat({x.narrow(...)}, dim) is a fresh offset-0 copy of a slice (what GPU kernels read).
+Tensor cat(const std::vector<Tensor>& xs, int64_t dim);
 // x converted to `dtype` (float <-> float; round to nearest even, inf/NaN kept); x itself when it already is.
 Tensor cast(const Tensor& x, DType dtype);
 
@@ -90,7 +94,10 @@ RMSNormGrads rmsnorm_backward(const Tensor& dy, const Tensor& x, const Tensor& w
 // cos, sin (P, D/2) f32 or f64 tables, P >= pos0 + T, (p, i) = cos/sin(p * base^(-2i/D)). Row t is at position
 // pos0 + t: y[i] = x[i] cos - x[i + D/2] sin, y[i + D/2] = x[i + D/2] cos + x[i] sin, i < D/2. inverse: the
 // opposite rotation (sin -> -sin), which is the backward. Output (B, T, H, D) contiguous, x's dtype.
-Tensor rope(const Tensor& x, const Tensor& cos, const Tensor& sin, int64_t pos0, bool inverse = false);
+// rot_heads >= 0: only heads [0, rot_heads) rotate, the rest are copied (x = a fused (B, T, H + 2Hkv, D) qkv
+// projection with rot_heads = H + Hkv: q and k rotate, v passes through, in one pass); -1: every head.
+Tensor rope(const Tensor& x, const Tensor& cos, const Tensor& sin, int64_t pos0, bool inverse = false,
+            int64_t rot_heads = -1);
 // The (P, D/2) cos and sin tables for rope (computed in f64, stored as `dtype`).
 std::pair<Tensor, Tensor> rope_tables(int64_t P, int64_t D, double base, DType dtype = DType::f32);
 
@@ -100,6 +107,10 @@ struct SwiGLUGrads {
   Tensor dgate, dup;
 };
 SwiGLUGrads swiglu_backward(const Tensor& dy, const Tensor& gate, const Tensor& up);
+// SwiGLU of the halves of one tensor gu (..., 2F) = [gate | up] (a fused gate/up projection) -> (..., F); the
+// backward returns d(gu) (..., 2F) as one tensor. Neither direction splits or assembles the halves on the GPU.
+Tensor swiglu_packed(const Tensor& gu);
+Tensor swiglu_packed_backward(const Tensor& dy, const Tensor& gu);
 Tensor relu2(const Tensor& x);
 Tensor relu2_backward(const Tensor& dy, const Tensor& x);
 

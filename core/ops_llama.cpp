@@ -3,6 +3,7 @@
 // else the CPU kernels (core/cpu/{rmsnorm,rope,swiglu}.cpp).
 #include <cmath>
 
+#include "core/cpu/copy.h"
 #include "core/cpu/rmsnorm.h"
 #include "core/cpu/rope.h"
 #include "core/cpu/swiglu.h"
@@ -42,7 +43,7 @@ RMSNormGrads rmsnorm_backward(const Tensor& dy, const Tensor& x, const Tensor& w
       half_out({dy, x, w}) ? Half::yes : Half::no);  // rstd is f32 in f16 mode: it does not vote
 }
 
-Tensor rope(const Tensor& x, const Tensor& cos, const Tensor& sin, int64_t pos0, bool inverse) {
+Tensor rope(const Tensor& x, const Tensor& cos, const Tensor& sin, int64_t pos0, bool inverse, int64_t rot_heads) {
   check_float16(x, "rope", "x");
   check_float(cos, "rope", "cos");
   check_float(sin, "rope", "sin");
@@ -53,9 +54,12 @@ Tensor rope(const Tensor& x, const Tensor& cos, const Tensor& sin, int64_t pos0,
               "[rope] cos {} and sin {} must both be (P, D/2 = {})", cos.str(), sin.str(), D / 2);
   ALPHA_CHECK(pos0 >= 0 && pos0 + T <= cos.size(0), ShapeError,
               "[rope] positions [{}, {}) exceed the {} positions of the tables", pos0, pos0 + T, cos.size(0));
+  ALPHA_CHECK(rot_heads >= -1 && rot_heads <= x.size(2), ShapeError, "[rope] rot_heads {} is not in [-1, {}]",
+              rot_heads, x.size(2));
+  const int64_t rh = rot_heads < 0 ? x.size(2) : rot_heads;
   return dispatch<Tensor>("rope", {x},
-      OpClass::elementwise, x.numel(), [&](Backend& be) { return be.rope(x, cos, sin, pos0, inverse); },
-      [&] { return cpu::rope(up(x), cos, sin, pos0, inverse); });
+      OpClass::elementwise, x.numel(), [&](Backend& be) { return be.rope(x, cos, sin, pos0, inverse, rh); },
+      [&] { return cpu::rope(up(x), cos, sin, pos0, inverse, rh); });
 }
 
 std::pair<Tensor, Tensor> rope_tables(int64_t P, int64_t D, double base, DType dtype) {
@@ -93,6 +97,30 @@ SwiGLUGrads swiglu_backward(const Tensor& dy, const Tensor& gate, const Tensor& 
   return dispatch<SwiGLUGrads>("swiglu_backward", {dy, gate, up_in},
       OpClass::gelu, gate.numel(), [&](Backend& be) { return be.swiglu_backward(dy, gate, up_in); },
       [&] { return cpu::swiglu_backward(up(dy), up(gate), up(up_in)); });
+}
+
+Tensor swiglu_packed(const Tensor& gu) {
+  check_float16(gu, "swiglu_packed", "gu");
+  ALPHA_CHECK(gu.dim() >= 1 && gu.size(-1) % 2 == 0, ShapeError, "[swiglu_packed] gu {} must be (..., 2F)", gu.str());
+  const int64_t F = gu.size(-1) / 2;
+  return dispatch<Tensor>("swiglu_packed", {gu},
+      OpClass::gelu, gu.numel() / 2, [&](Backend& be) { return be.swiglu_packed(gu); },
+      [&] { return cpu::swiglu(up(gu.narrow(-1, 0, F)), up(gu.narrow(-1, F, F))); });
+}
+
+Tensor swiglu_packed_backward(const Tensor& dy, const Tensor& gu) {
+  check_float16(dy, "swiglu_packed_backward", "dy");
+  check_float16(gu, "swiglu_packed_backward", "gu");
+  check_same_dtype(dy, gu, "swiglu_packed_backward");
+  ALPHA_CHECK(gu.dim() >= 1 && gu.size(-1) % 2 == 0 && dy.shape() == gu.narrow(-1, 0, gu.size(-1) / 2).shape(),
+              ShapeError, "[swiglu_packed_backward] dy {} is not half of gu {}", dy.str(), gu.str());
+  const int64_t F = gu.size(-1) / 2;
+  return dispatch<Tensor>("swiglu_packed_backward", {dy, gu},
+      OpClass::gelu, dy.numel(), [&](Backend& be) { return be.swiglu_packed_backward(dy, gu); },
+      [&] {  // the CPU kernels on the halves, joined back into one (..., 2F) gradient
+        const SwiGLUGrads g = cpu::swiglu_backward(up(dy), up(gu.narrow(-1, 0, F)), up(gu.narrow(-1, F, F)));
+        return cpu::cat({g.dgate, g.dup}, g.dgate.dim() - 1);
+      });
 }
 
 Tensor relu2(const Tensor& x) {

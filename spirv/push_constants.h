@@ -25,9 +25,13 @@ struct SoftmaxPC { uint rows; uint cols; uint tq; uint causal; };
 // Backward dw/db: per-column partial sums over row chunks of `chunk` rows, (ceil(rows / chunk), cols).
 struct LayerNormPC { uint rows; uint cols; float eps; uint has_w; uint has_b; uint chunk; };
 struct GeluPC { uint n; };
+// SwiGLU over n outputs: element i reads gate at idx = (i / cols) * row_stride + i % cols and up at idx + up_off
+// (its gradients go to the same places): separate tensors (cols = n, up_off = 0), or the halves of one (N, 2F)
+// gate/up tensor (cols = F, row_stride = 2F, up_off = F, one buffer bound twice).
+struct SwiGLUPC { uint n; uint cols; uint row_stride; uint up_off; };
 // Rotary embedding of x (rows = B*T, t_len = T, heads = H, half = D/2); row r is at position pos0 + r % t_len;
-// sign = -1 rotates back (the backward).
-struct RopePC { uint rows; uint t_len; uint heads; uint half_d; uint pos0; float sign; };
+// sign = -1 rotates back (the backward). Heads >= rot_heads are copied unrotated (a fused qkv's v).
+struct RopePC { uint rows; uint t_len; uint heads; uint half_d; uint pos0; float sign; uint rot_heads; };
 // Forward: per-row lse and loss; backward: scale = dloss / count.
 struct CrossEntropyPC { uint rows; uint cols; int ignore_index; float scale; };
 // Forward: n_idx rows gathered; backward: one invocation per (split, vocab row, column), split s summing every
@@ -35,9 +39,12 @@ struct CrossEntropyPC { uint rows; uint cols; int ignore_index; float scale; };
 struct EmbeddingPC { uint n_idx; uint cols; uint vocab; uint splits; };
 // Kept iff (philox_at(seed, offset + i) >> 8) >= threshold, i.e. u32_to_unit(...) >= p exactly.
 struct DropoutPC { uint n; uint seed_lo; uint seed_hi; uint off_lo; uint off_hi; uint threshold; float scale; };
-// Strided gather of 32-bit words into a contiguous (6-d, leading 1s) output; window along wdim (see copy.comp).
-// uint arrays have a 4-byte stride in std430 push constants, as in C++.
-struct CopyPC { uint n; uint offset; uint size[6]; uint stride[6]; uint wdim; uint wstart; uint wlen; };
+// Strided gather of 32-bit words into a (6-d, leading 1s) output view at ooffset/ostride (a contiguous output,
+// or cat's window of one); window along wdim (see copy.comp). uint arrays have a 4-byte stride in std430 push
+// constants, as in C++.
+struct CopyPC {
+  uint n; uint offset; uint size[6]; uint stride[6]; uint wdim; uint wstart; uint wlen; uint ooffset; uint ostride[6];
+};
 // Fused attention (spirv/attention*.comp). Row i of a (b, h) pair sees keys j < min(tk, i + shift + 1)
 // (causal: shift = tk - tq; else shift = tk). rows = B*H*tq. Dropout keeps (bh, i, j) iff the Philox word at
 // offset + (bh*tq + i)*tk + j has (word >> 8) >= threshold (threshold 0: no dropout). Each input view is
@@ -60,10 +67,10 @@ struct AdamWLossPC { uint first; };
 
 #ifdef __cplusplus
 static_assert(sizeof(BinaryPC) == 16 && sizeof(UnaryPC) == 16 && sizeof(MatmulPC) == 36);
-static_assert(sizeof(RopePC) == 24);
+static_assert(sizeof(RopePC) == 28 && sizeof(SwiGLUPC) == 16);
 static_assert(sizeof(SumPC) == 20 && sizeof(SoftmaxPC) == 16 && sizeof(LayerNormPC) == 24);
 static_assert(sizeof(CrossEntropyPC) == 16 && sizeof(EmbeddingPC) == 16 && sizeof(DropoutPC) == 28);
-static_assert(sizeof(CopyPC) == 68 && sizeof(AttentionPC) == 128);
+static_assert(sizeof(CopyPC) == 96 && sizeof(AttentionPC) == 128);
 static_assert(sizeof(AdamWPC) == 40 && sizeof(AdamWNormPC) == 12 && sizeof(AdamWFinalPC) == 16 && sizeof(AdamWLossPC) == 4);
 }  // namespace alpha::vk::pc
 #endif

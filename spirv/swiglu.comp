@@ -1,12 +1,18 @@
 // MLP activations of Llama-style blocks, one invocation per element (core/cpu/swiglu.cpp states the math):
 // SWIGLU y = silu(g) * u; with BACKWARD dg = dy * u * s * (1 + g * (1 - s)), du = dy * g * s, s = sigmoid(g).
-// RELU2 y = max(x, 0)^2; with BACKWARD dx = 2 * max(x, 0) * dy. F16: f16 storage, f32 math.
+// RELU2 y = max(x, 0)^2; with BACKWARD dx = 2 * max(x, 0) * dy. F16: f16 storage, f32 math. SwiGLU reads g and
+// u (and writes dg, du) at SwiGLUPC's index: separate tensors, or the two halves of one packed gate/up tensor.
 #version 450
 #include "f16.glsl"
 #include "common.glsl"
 #include "push_constants.h"
 
+#ifdef SWIGLU
+layout(push_constant) uniform Push { SwiGLUPC p; };
+uint gate_index(uint i) { return (i / p.cols) * p.row_stride + i % p.cols; }
+#else
 layout(push_constant) uniform Push { GeluPC p; };
+#endif
 
 float sigmoid(float g) { return 1.0 / (1.0 + exp(-g)); }
 
@@ -19,9 +25,10 @@ layout(std430, binding = 4) writeonly buffer DU { ST du[]; };
 void main() {
   const uint i = linear_id();
   if (i >= p.n) return;
-  const float gv = float(g[i]), d = float(dy[i]), s = sigmoid(gv);
-  dg[i] = ST(d * float(u[i]) * s * (1.0 + gv * (1.0 - s)));
-  du[i] = ST(d * gv * s);
+  const uint j = gate_index(i);
+  const float gv = float(g[j]), d = float(dy[i]), s = sigmoid(gv);
+  dg[j] = ST(d * float(u[j + p.up_off]) * s * (1.0 + gv * (1.0 - s)));
+  du[j + p.up_off] = ST(d * gv * s);
 }
 #elif defined(SWIGLU)
 layout(std430, binding = 0) readonly buffer G { ST g[]; };
@@ -30,8 +37,9 @@ layout(std430, binding = 2) writeonly buffer Y { ST y[]; };
 void main() {
   const uint i = linear_id();
   if (i >= p.n) return;
-  const float gv = float(g[i]);
-  y[i] = ST(gv * sigmoid(gv) * float(u[i]));
+  const uint j = gate_index(i);
+  const float gv = float(g[j]);
+  y[i] = ST(gv * sigmoid(gv) * float(u[j + p.up_off]));
 }
 #elif defined(BACKWARD)
 layout(std430, binding = 0) readonly buffer DY { ST dy[]; };

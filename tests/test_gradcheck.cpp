@@ -126,6 +126,36 @@ TEST_CASE("gradcheck: views and copies") {
             {randn({3, 4}, 50), randn({12}, 51)});
 }
 
+TEST_CASE("cat: joins along any dim (views too); gradcheck; each input's gradient is its own tensor") {
+  const Fn cat3 = [](const Inputs& in) { return ag::cat({in[0], in[1], in[2]}, 0); };
+  gradcheck("cat dim 0 (q/k/v weights)", cat3, {randn({4, 3}, 53), randn({2, 3}, 54), randn({2, 3}, 55)});
+  gradcheck("cat last dim, strided inputs", [](const Inputs& in) { return ag::cat({in[0], in[1]}, -1); },
+            {randn({3, 5, 2}, 56).transpose(1, 2), randn({3, 8, 2}, 57).narrow(1, 1, 6).transpose(1, 2)});
+  gradcheck("cat middle dim", [](const Inputs& in) { return ag::cat({in[0], in[1]}, 1); },
+            {randn({2, 1, 3}, 58), randn({2, 4, 3}, 59)});
+  // Forward: out = [a; b] element for element, from a strided view and an offset view.
+  const Tensor a = randn({3, 2}, 60).transpose(0, 1), b = randn({5, 3}, 61).narrow(0, 2, 3);
+  const Tensor y = ops::cat({a, b}, 0);
+  CHECK(y.shape() == Shape{5, 3});
+  CHECK(y.is_contiguous());
+  const auto yv = y.to_f64_vector(), av = a.contiguous().to_f64_vector(), bv = b.contiguous().to_f64_vector();
+  for (size_t i = 0; i < av.size(); ++i) CHECK(yv[i] == av[i]);
+  for (size_t i = 0; i < bv.size(); ++i) CHECK(yv[av.size() + i] == bv[i]);
+  // One input: a fresh copy at offset 0, never a view of it (a parameter's grad slice must be its own tensor).
+  const Tensor one = ops::cat({b}, 0);
+  CHECK(one.offset() == 0);
+  CHECK(one.storage() != b.storage());
+  Tensor w1 = randn({2, 3}, 62), w2 = randn({1, 3}, 63);
+  w1.set_requires_grad(true);
+  w2.set_requires_grad(true);
+  ag::backward(ag::sum_all(ag::cat({w1, w2}, 0)));
+  CHECK(w2.grad().offset() == 0);
+  CHECK(w1.grad().storage() != w2.grad().storage());
+  CHECK_THROWS_AS(ops::cat({Tensor::zeros({2, 3}), Tensor::zeros({2, 4})}, 0), ShapeError);
+  CHECK_THROWS_AS(ops::cat({Tensor::zeros({2, 3}), Tensor::zeros({2, 3}, DType::f64)}, 0), DTypeError);
+  CHECK_THROWS_AS(ops::cat({}, 0), ValueError);
+}
+
 // ---------------------------------------------------------------- matmul / linear
 
 TEST_CASE("gradcheck: matmul, all transpose combinations") {

@@ -94,6 +94,35 @@ TEST_CASE("gradcheck: swiglu, relu2 and repeat_kv") {
     for (int d = 0; d < 3; ++d) CHECK(k[h * 3 + d] == k0[(h / 2) * 3 + d]);  // query head h reads kv head h / 2
 }
 
+TEST_CASE("gradcheck: rope on a fused qkv (rot_heads) and swiglu_packed; forwards equal the unfused ops") {
+  const auto [c64, s64] = ops::rope_tables(20, 6, 10000.0, DType::f64);
+  // (B, T, H + 2Hkv, D) with H = 2, Hkv = 1: heads 0..2 rotate, head 3 (v) passes through.
+  gradcheck("rope rot_heads 3 of 4", [&](const Inputs& in) { return ag::rope(in[0], c64, s64, 2, 3); },
+            {randn({2, 5, 4, 6}, 70)});
+  const Tensor x = randn({2, 5, 4, 6}, 71);
+  const Tensor r = ops::rope(x, c64, s64, 2, false, 3);
+  const Tensor qk = ops::rope(x.narrow(2, 0, 3), c64, s64, 2);
+  CHECK(r.narrow(2, 0, 3).contiguous().to_f64_vector() == qk.to_f64_vector());
+  CHECK(r.narrow(2, 3, 1).contiguous().to_f64_vector() == x.narrow(2, 3, 1).contiguous().to_f64_vector());
+  const auto back = ops::rope(r, c64, s64, 2, true, 3).to_f64_vector(), xv = x.to_f64_vector();
+  for (size_t i = 0; i < xv.size(); ++i) CHECK(back[i] == doctest::Approx(xv[i]).epsilon(1e-12));
+  CHECK_THROWS_AS(ops::rope(x, c64, s64, 0, false, 5), ShapeError);
+
+  const Fn packed = [](const Inputs& in) { return ag::swiglu_packed(in[0]); };
+  gradcheck("swiglu_packed (3,2,10)", packed, {randn({3, 2, 10}, 72, 2.0)});
+  gradcheck("swiglu_packed (1,2)", packed, {randn({1, 2}, 73)});
+  const Tensor gu = randn({4, 14}, 74, 2.0), dy = randn({4, 7}, 75);
+  const Tensor gate = gu.narrow(1, 0, 7), up = gu.narrow(1, 7, 7);
+  CHECK(ops::swiglu_packed(gu).to_f64_vector() == ops::swiglu(gate, up).to_f64_vector());
+  const auto d = ops::swiglu_backward(dy, gate, up);
+  const Tensor dgu = ops::swiglu_packed_backward(dy, gu);
+  CHECK(dgu.shape() == gu.shape());
+  CHECK(dgu.narrow(1, 0, 7).contiguous().to_f64_vector() == d.dgate.to_f64_vector());
+  CHECK(dgu.narrow(1, 7, 7).contiguous().to_f64_vector() == d.dup.to_f64_vector());
+  CHECK_THROWS_AS(ops::swiglu_packed(Tensor::zeros({2, 3})), ShapeError);
+  CHECK_THROWS_AS(ops::swiglu_packed_backward(Tensor::zeros({2, 3}), Tensor::zeros({2, 4})), ShapeError);
+}
+
 TEST_CASE("swiglu saturates without NaN; f16 inputs give f16 outputs") {
   const Tensor g = Tensor::from_vector(std::vector<float>{-1000.f, 1000.f, 0.f}, {3});
   const auto y = ops::swiglu(g, Tensor::ones({3})).to_f32_vector();

@@ -1,4 +1,4 @@
-// GPU strided copies (contiguous() of views, narrow's backward, matmul operands in other layouts), the
+// GPU strided copies (contiguous() of views, narrow's backward, cat, matmul operands in other layouts), the
 // ALPHA_VK_CHECK debug mode and the counters snapshot for the metrics stream.
 //
 // Dimension legend: B batch, T time, H heads, D head dim, C channels.
@@ -89,6 +89,39 @@ TEST_CASE("vk narrow backward places the gradient into zeros at every dim and of
       }
     }
   CHECK_THROWS_AS(ops::narrow_backward(randn({2, 3}, 1), {2, 4}, 1, 2), ShapeError);
+  expect_clean();
+}
+
+TEST_CASE("vk cat joins views along every dim into one output exactly (f32, f16, i32; GPU-resident inputs)") {
+  const Tensor a = randn({3, 5, 4}, 110), b = randn({5, 2, 4}, 111).transpose(0, 1);  // b: (2, 5, 4) strided
+  const Tensor dev = gpu_tensor({7, 4, 5}, 112);                                      // lives on the GPU only
+  struct Case {
+    std::vector<Tensor> xs;
+    int64_t dim;
+    const char* what;
+  };
+  const std::vector<Case> cases{
+      {{a.narrow(0, 0, 2), b, a.narrow(0, 1, 1)}, 0, "dim 0, offset views (q/k/v weights)"},
+      {{a, a.narrow(1, 1, 2), randn({3, 1, 4}, 113)}, 1, "dim 1"},
+      {{a, dev.narrow(0, 2, 3).transpose(1, 2)}, -1, "last dim, GPU view"},
+      {{a.narrow(2, 1, 3)}, 2, "one input: a fresh copy"}};
+  for (DType dt : {DType::f32, DType::f16})
+    for (const Case& c : cases) {
+      std::vector<Tensor> xs;
+      for (const Tensor& x : c.xs) xs.push_back(dt == DType::f32 ? x : x.to(dt));
+      GpuScope g;
+      const Tensor got = on_gpu([&] { return ops::cat(xs, c.dim); });
+      CHECK(got.dtype() == dt);
+      CHECK(got.offset() == 0);
+      expect_close(got, on_cpu([&] { return ops::cat(xs, c.dim); }), 0, 0, fmt::format("{} {}", dtype_name(dt), c.what));
+    }
+  std::vector<int32_t> iv(4 * 6);
+  for (size_t i = 0; i < iv.size(); ++i) iv[i] = static_cast<int32_t>(i * 5) - 30;
+  const Tensor it = Tensor::from_vector(iv, {4, 6});
+  GpuScope g;
+  expect_close(on_gpu([&] { return ops::cat({it.transpose(0, 1), it.narrow(1, 2, 3).transpose(0, 1)}, 0); }),
+               on_cpu([&] { return ops::cat({it.transpose(0, 1), it.narrow(1, 2, 3).transpose(0, 1)}, 0); }), 0, 0,
+               "i32");
   expect_clean();
 }
 

@@ -6,6 +6,7 @@
 #include "autograd/ops.h"
 #include "autograd/tape.h"
 #include "model/gpt.h"
+#include "tests/train/model/llama_reference.h"
 #include "tests/vk_test_util.h"
 
 using namespace alpha;
@@ -80,6 +81,73 @@ TEST_CASE("vk swiglu and relu2 forward and backward match the CPU (f32 and f16)"
                    what + " relu2");
       expect_close(on_gpu([&] { return ops::relu2_backward(dy, a); }), on_cpu([&] { return ops::relu2_backward(dy, a); }),
                    tol(dt), tol(dt), what + " relu2 backward");
+    }
+  expect_clean();
+}
+
+TEST_CASE("vk rope on a fused qkv (rot_heads) and swiglu_packed match the CPU (f32 and f16)") {
+  GpuScope g;
+  const auto [cs, sn] = ops::rope_tables(40, 8, 10000.0);
+  for (DType dt : {DType::f32, DType::f16}) {
+    const Tensor x = as(randn({2, 5, 5, 8}, 40), dt);  // (B, T, H + 2Hkv, D), H = 3, Hkv = 1
+    for (bool inv : {false, true}) {
+      const std::string what = fmt::format("{} inverse={}", dtype_name(dt), inv);
+      expect_close(on_gpu([&] { return ops::rope(x, cs, sn, 3, inv, 4); }),
+                   on_cpu([&] { return ops::rope(x, cs, sn, 3, inv, 4); }), tol(dt), tol(dt), what + " rope");
+    }
+    for (int64_t F : {1, 7, 300}) {
+      const std::string what = fmt::format("{} F={}", dtype_name(dt), F);
+      const Tensor gu = as(randn({3, 2, 2 * F}, 41, 3.0), dt), dy = as(randn({3, 2, F}, 42), dt);
+      const Tensor gy = on_gpu([&] { return ops::swiglu_packed(gu); });
+      CHECK(gy.shape() == Shape{3, 2, F});
+      expect_close(gy, on_cpu([&] { return ops::swiglu_packed(gu); }), tol(dt), tol(dt), what + " swiglu_packed");
+      expect_close(on_gpu([&] { return ops::swiglu_packed_backward(dy, gu); }),
+                   on_cpu([&] { return ops::swiglu_packed_backward(dy, gu); }), tol(dt), tol(dt), what + " backward");
+    }
+  }
+  expect_clean();
+}
+
+TEST_CASE("vk Llama with fused q/k/v and gate/up GEMMs: logits and gradients match the unfused math (f32, f16)") {
+  for (const bool f16 : {false, true})
+    for (const int64_t kv : {4, 2}) {  // MHA: one RoPE pass + attention on the packed qkv; GQA: qkv views
+      INFO("f16 ", f16, " n_kv_head ", kv);
+      GPTConfig cfg{2, 4, 32, 16, 40, 0.0, false};
+      cfg.arch = "llama";
+      cfg.n_kv_head = kv;
+      cfg.mlp_hidden = 48;
+      cfg.f16 = f16;
+      Rng init(9);
+      GPT model(cfg, init);
+      std::vector<int32_t> ids(2 * 16), tg(ids.size());
+      for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int32_t>((i * 13 + 5) % 40);
+      for (size_t i = 0; i < ids.size(); ++i) tg[i] = (ids[i] + 3) % 40;
+      const Tensor x = Tensor::from_vector(ids, {2, 16}), y = Tensor::from_vector(tg, {2, 16});
+      auto run = [&](bool reference) {
+        for (Tensor p : model.parameters()) p.set_grad(Tensor());
+        Rng rng(0);
+        const Tensor logits = reference ? test::llama_reference_logits(model, x) : model.forward(x, true, rng);
+        ag::backward(ag::cross_entropy(ag::reshape(logits, {-1, 40}), y.reshape({-1})));
+        std::vector<std::vector<double>> out{logits.to_f64_vector()};
+        for (const Tensor& p : model.parameters()) out.push_back(p.grad().to_f64_vector());
+        return out;
+      };
+      const auto ref = on_cpu([&] { return run(true); });
+      std::vector<std::vector<double>> got;
+      {
+        GpuScope g;
+        const int64_t before = dispatch_stats().gpu_ops;
+        got = run(false);
+        CHECK(dispatch_stats().gpu_ops - before > 50);
+      }
+      const double t = f16 ? 2e-2 : 1e-4;  // f16: activations rounded at different points than the CPU reference
+      for (size_t i = 0; i < got.size(); ++i) {
+        INFO((i == 0 ? std::string("logits") : model.named_parameters()[i - 1].first));
+        double scale = 0, err = 0;
+        for (double v : ref[i]) scale = std::max(scale, std::fabs(v));
+        for (size_t k = 0; k < ref[i].size(); ++k) err = std::max(err, std::fabs(got[i][k] - ref[i][k]));
+        CHECK(err <= t * std::max(scale, 1e-3));
+      }
     }
   expect_clean();
 }

@@ -102,9 +102,12 @@ class VulkanBackend : public Backend {
   Tensor gelu_backward(const Tensor& dy, const Tensor& x) override;
   ops::RMSNormOut rmsnorm(const Tensor& x, const Tensor& w, double eps) override;  // vk/rmsnorm.cpp
   ops::RMSNormGrads rmsnorm_backward(const Tensor& dy, const Tensor& x, const Tensor& w, const Tensor& rstd) override;
-  Tensor rope(const Tensor& x, const Tensor& cos, const Tensor& sin, int64_t pos0, bool inverse) override;  // vk/rope.cpp
+  Tensor rope(const Tensor& x, const Tensor& cos, const Tensor& sin, int64_t pos0, bool inverse,
+              int64_t rot_heads) override;  // vk/rope.cpp
   Tensor swiglu(const Tensor& gate, const Tensor& up) override;  // vk/swiglu.cpp (with relu2)
   ops::SwiGLUGrads swiglu_backward(const Tensor& dy, const Tensor& gate, const Tensor& up) override;
+  Tensor swiglu_packed(const Tensor& gu) override;
+  Tensor swiglu_packed_backward(const Tensor& dy, const Tensor& gu) override;
   Tensor relu2(const Tensor& x) override;
   Tensor relu2_backward(const Tensor& dy, const Tensor& x) override;
   Tensor softmax(const Tensor& x, bool causal) override;
@@ -119,11 +122,18 @@ class VulkanBackend : public Backend {
                                          bool packed) override;
   Tensor copy(const Tensor& src) override;
   Tensor narrow_backward(const Tensor& g, const Shape& shape, int64_t dim, int64_t start) override;
+  Tensor cat(const std::vector<Tensor>& xs, int64_t dim) override;  // vk/copy.cpp
   Tensor cast(const Tensor& x, DType dtype) override;  // vk/cast.cpp
 
  private:
   // Contiguous `out_shape` gathered from src's view; wdim >= 0: src fills the window at wstart along wdim.
   Tensor strided_copy(const Tensor& src, const Shape& out_shape, int64_t wdim, int64_t wstart);
+  // src's view can be read by spirv/copy.comp into an output of out_numel elements (dtype, rank, 32-bit indices).
+  bool copyable(const Tensor& src, int64_t out_numel) const;
+  // One copy.comp dispatch: src (viewed as `shape`, window wdim/wstart as in strided_copy) into out at ooffset
+  // with out's strides.
+  void record_copy(const Tensor& src, const Tensor& out, const Shape& shape, int64_t wdim, int64_t wstart,
+                   int64_t ooffset);
   Tensor binary(uint32_t op, const Tensor& a, const Tensor& b);
   void apply_threshold_env();  // ALPHA_GPU_MIN_WORK, ALPHA_VK_CPU_OPS over thresholds_
   bool f32(const Tensor& t) const { return t.defined() && t.dtype() == DType::f32 && rt_->accepts(t); }

@@ -62,6 +62,20 @@ void copy(Tensor& dst, const Tensor& src) {
   }
 }
 
+Tensor cat(const std::vector<Tensor>& xs, int64_t dim) {
+  Shape shape = xs.at(0).shape();
+  shape[dim] = 0;
+  for (const Tensor& x : xs) shape[dim] += x.size(dim);
+  Tensor out = Tensor::empty(shape, xs[0].dtype());
+  int64_t at = 0;
+  for (const Tensor& x : xs) {  // each input into its window of out
+    Tensor win = out.narrow(dim, at, x.size(dim));
+    copy(win, x);
+    at += x.size(dim);
+  }
+  return out;
+}
+
 void fill(Tensor& dst, double value) {
   if (dst.numel() == 0) return;
   auto run = [&](auto* p) {

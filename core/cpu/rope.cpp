@@ -12,7 +12,7 @@ namespace alpha::cpu {
 namespace {
 
 template <class S>
-Tensor rope_typed(const Tensor& xin, const Tensor& cos, const Tensor& sin, int64_t pos0, bool inverse) {
+Tensor rope_typed(const Tensor& xin, const Tensor& cos, const Tensor& sin, int64_t pos0, bool inverse, int64_t rot) {
   const Tensor x = xin.contiguous();
   const int64_t B = x.size(0), T = x.size(1), H = x.size(2), D = x.size(3), half = D / 2;
   // The table rows this call uses, (T, D/2), in double.
@@ -27,6 +27,10 @@ Tensor rope_typed(const Tensor& xin, const Tensor& cos, const Tensor& sin, int64
       for (int64_t h = 0; h < H; ++h) {
         const S* xr = px + (r * H + h) * D;
         S* yr = po + (r * H + h) * D;
+        if (h >= rot) {  // a head that passes through (a fused qkv's v)
+          for (int64_t i = 0; i < D; ++i) yr[i] = xr[i];
+          continue;
+        }
         for (int64_t i = 0; i < half; ++i) {
           const double ci = c[static_cast<size_t>(t * half + i)], si = sgn * s[static_cast<size_t>(t * half + i)];
           const double a = static_cast<double>(xr[i]), b = static_cast<double>(xr[i + half]);
@@ -41,9 +45,9 @@ Tensor rope_typed(const Tensor& xin, const Tensor& cos, const Tensor& sin, int64
 
 }  // namespace
 
-Tensor rope(const Tensor& x, const Tensor& cos, const Tensor& sin, int64_t pos0, bool inverse) {
-  return x.dtype() == DType::f64 ? rope_typed<double>(x, cos, sin, pos0, inverse)
-                                 : rope_typed<float>(x, cos, sin, pos0, inverse);
+Tensor rope(const Tensor& x, const Tensor& cos, const Tensor& sin, int64_t pos0, bool inverse, int64_t rot_heads) {
+  return x.dtype() == DType::f64 ? rope_typed<double>(x, cos, sin, pos0, inverse, rot_heads)
+                                 : rope_typed<float>(x, cos, sin, pos0, inverse, rot_heads);
 }
 
 }  // namespace alpha::cpu

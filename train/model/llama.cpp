@@ -88,60 +88,84 @@ void GPT::llama_init(Rng& rng) {
 }
 
 // One block at positions [pos0, pos0 + T) of x (B, T, C). Training/eval (no cache): attention over x's own
-// positions. With a cache (k_cache, v_cache (B, Hkv, block_size, D), inference): the new keys and values go
-// into the cache at pos0 and attention runs over all pos0 + T cached positions.
+// positions, q/k/v from one GEMM against the three weights joined per forward (ag::cat: each parameter gets
+// its slice of the gradient) and gate/up from one GEMM likewise. With a cache (k_cache, v_cache (B, Hkv,
+// block_size, D), inference): separate GEMMs (no weight copies per token); the new keys and values go into the
+// cache at pos0 and attention runs over all pos0 + T cached positions.
 Tensor GPT::llama_block(const LlamaBlock& b, const Tensor& x, int64_t pos0, bool training, Rng& rng, Tensor* k_cache,
                         Tensor* v_cache) const {
-  if (cfg_.f16 && !k_cache && b.q.dtype() != DType::f16) {  // f16 mode: run on f16 copies of the block's weights
-    LlamaBlock h = b;
-    for (Tensor* t : {&h.in_norm, &h.q, &h.k, &h.v, &h.o, &h.q_norm, &h.k_norm, &h.post_norm, &h.gate, &h.up, &h.down})
-      if (t->defined()) *t = ag::cast(*t, DType::f16);
-    return llama_block(h, x, pos0, training, rng, nullptr, nullptr);
-  }
+  const bool cached = k_cache != nullptr;
+  // f16 mode (training/eval): the f32 master weights run as f16 casts; the casts' backward hands back f32 grads.
+  auto w = [&](const Tensor& t) { return cfg_.f16 && !cached && t.defined() ? ag::cast(t, DType::f16) : t; };
   const int64_t B = x.size(0), T = x.size(1), C = cfg_.n_embd, H = cfg_.n_head, Hkv = cfg_.kv_heads(), D = C / H;
-  const double p = k_cache ? 0.0 : cfg_.dropout, eps = cfg_.norm_eps;
+  const double p = cached ? 0.0 : cfg_.dropout, eps = cfg_.norm_eps;
+  const bool drop = training && !cached;
   // Attention: (B, T, C) -> q (B, T, H, D), k, v (B, T, Hkv, D) -> RoPE on q, k -> y (B, T, C)
-  const Tensor h = ag::rmsnorm(x, b.in_norm, eps);
-  Tensor q = ag::reshape(ag::linear(h, b.q, Tensor()), {B, T, H, D});
-  Tensor k = ag::reshape(ag::linear(h, b.k, Tensor()), {B, T, Hkv, D});
-  Tensor v = ag::reshape(ag::linear(h, b.v, Tensor()), {B, T, Hkv, D});
-  if (cfg_.qk_norm) {
-    q = ag::rmsnorm(q, b.q_norm, eps);
-    k = ag::rmsnorm(k, b.k_norm, eps);
-  }
-  q = ag::rope(q, rope_cos_, rope_sin_, pos0);
-  k = ag::rope(k, rope_cos_, rope_sin_, pos0);
-  Tensor qh = ag::transpose(q, 1, 2), kh, vh;  // (B, H, T, D); keys and values (B, H, Tk, D)
-  if (k_cache) {  // inference: append to the cache, attend over [0, pos0 + T)
-    const int64_t Tk = pos0 + T, rep = H / Hkv;
-    k_cache->narrow(2, pos0, T).copy_from(k.transpose(1, 2));
-    v_cache->narrow(2, pos0, T).copy_from(v.transpose(1, 2));
-    auto heads = [&](const Tensor& cache) {  // (B, Hkv, Tk, D) -> (B, H, Tk, D)
-      return cache.narrow(2, 0, Tk).unsqueeze(2).expand({B, Hkv, rep, Tk, D}).reshape({B, H, Tk, D});
-    };
-    kh = heads(*k_cache);
-    vh = heads(*v_cache);
+  const Tensor h = ag::rmsnorm(x, w(b.in_norm), eps);
+  Tensor q, k, v, y;
+  if (cached) {
+    q = ag::reshape(ag::linear(h, b.q, Tensor()), {B, T, H, D});
+    k = ag::reshape(ag::linear(h, b.k, Tensor()), {B, T, Hkv, D});
+    v = ag::reshape(ag::linear(h, b.v, Tensor()), {B, T, Hkv, D});
   } else {
-    kh = ag::transpose(ag::repeat_kv(k, H / Hkv), 1, 2);
-    vh = ag::transpose(ag::repeat_kv(v, H / Hkv), 1, 2);
+    const Tensor qkv = ag::reshape(ag::linear(h, w(ag::cat({b.q, b.k, b.v}, 0)), Tensor()), {B, T, H + 2 * Hkv, D});
+    if (!cfg_.qk_norm) {
+      // One RoPE pass over the whole projection: q and k heads rotate, v's are copied through.
+      const Tensor r = ag::rope(qkv, rope_cos_, rope_sin_, pos0, H + Hkv);
+      if (Hkv == H && cfg_.fused_attention) {  // GPT-2's path: heads read in place, one packed gradient back
+        y = ag::attention_qkv(ag::reshape(r, {B, T, 3 * C}), H, /*causal=*/true, p, rng, drop);
+      } else {
+        q = ag::narrow(r, 2, 0, H);
+        k = ag::narrow(r, 2, H, Hkv);
+        v = ag::narrow(r, 2, H + Hkv, Hkv);
+      }
+    } else {  // QK-norm (per-head RMSNorm, before RoPE) runs on contiguous q and k
+      q = ag::contiguous(ag::narrow(qkv, 2, 0, H));
+      k = ag::contiguous(ag::narrow(qkv, 2, H, Hkv));
+      v = ag::narrow(qkv, 2, H + Hkv, Hkv);
+    }
   }
-  Tensor y;  // (B, H, T, D); row i sees keys j <= i + (Tk - T)
-  if (cfg_.fused_attention) {
-    y = ag::attention(qh, kh, vh, /*causal=*/true, p, rng, training && !k_cache);
-  } else {
-    Tensor att = ag::scale(ag::matmul(qh, kh, false, true), 1.0 / std::sqrt(static_cast<double>(D)));  // (B, H, T, Tk)
-    att = ag::dropout(ag::softmax(att, /*causal=*/true), p, rng, training && !k_cache);
-    y = ag::matmul(att, vh);
+  if (!y.defined()) {
+    if (cfg_.qk_norm) {
+      q = ag::rmsnorm(q, w(b.q_norm), eps);
+      k = ag::rmsnorm(k, w(b.k_norm), eps);
+    }
+    if (cached || cfg_.qk_norm) {
+      q = ag::rope(q, rope_cos_, rope_sin_, pos0);
+      k = ag::rope(k, rope_cos_, rope_sin_, pos0);
+    }
+    Tensor qh = ag::transpose(q, 1, 2), kh, vh;  // (B, H, T, D); keys and values (B, H, Tk, D)
+    if (cached) {  // inference: append to the cache, attend over [0, pos0 + T)
+      const int64_t Tk = pos0 + T, rep = H / Hkv;
+      k_cache->narrow(2, pos0, T).copy_from(k.transpose(1, 2));
+      v_cache->narrow(2, pos0, T).copy_from(v.transpose(1, 2));
+      auto heads = [&](const Tensor& cache) {  // (B, Hkv, Tk, D) -> (B, H, Tk, D)
+        return cache.narrow(2, 0, Tk).unsqueeze(2).expand({B, Hkv, rep, Tk, D}).reshape({B, H, Tk, D});
+      };
+      kh = heads(*k_cache);
+      vh = heads(*v_cache);
+    } else {
+      kh = ag::transpose(ag::repeat_kv(k, H / Hkv), 1, 2);
+      vh = ag::transpose(ag::repeat_kv(v, H / Hkv), 1, 2);
+    }
+    // (B, H, T, D); row i sees keys j <= i + (Tk - T)
+    if (cfg_.fused_attention) {
+      y = ag::attention(qh, kh, vh, /*causal=*/true, p, rng, drop);
+    } else {
+      Tensor att = ag::scale(ag::matmul(qh, kh, false, true), 1.0 / std::sqrt(static_cast<double>(D)));  // (B, H, T, Tk)
+      att = ag::dropout(ag::softmax(att, /*causal=*/true), p, rng, drop);
+      y = ag::matmul(att, vh);
+    }
+    y = ag::reshape(ag::contiguous(ag::transpose(y, 1, 2)), {B, T, C});  // (B, T, C)
   }
-  y = ag::reshape(ag::contiguous(ag::transpose(y, 1, 2)), {B, T, C});  // (B, T, C)
-  const bool drop = training && !k_cache;
-  Tensor x1 = ag::add(x, ag::dropout(ag::linear(y, b.o, Tensor()), p, rng, drop));
-  // MLP: (B, T, C) -> (B, T, F) -> (B, T, C)
-  const Tensor h2 = ag::rmsnorm(x1, b.post_norm, eps);
-  const Tensor m = cfg_.mlp_act == "swiglu"
-                       ? ag::swiglu(ag::linear(h2, b.gate, Tensor()), ag::linear(h2, b.up, Tensor()))
-                       : ag::relu2(ag::linear(h2, b.up, Tensor()));
-  return ag::add(x1, ag::dropout(ag::linear(m, b.down, Tensor()), p, rng, drop));
+  Tensor x1 = ag::add(x, ag::dropout(ag::linear(y, w(b.o), Tensor()), p, rng, drop));
+  // MLP: (B, T, C) -> (B, T, F) -> (B, T, C); SwiGLU on the halves of one (B, T, 2F) gate/up projection
+  const Tensor h2 = ag::rmsnorm(x1, w(b.post_norm), eps);
+  Tensor m;
+  if (cfg_.mlp_act != "swiglu") m = ag::relu2(ag::linear(h2, w(b.up), Tensor()));
+  else if (cached) m = ag::swiglu(ag::linear(h2, b.gate, Tensor()), ag::linear(h2, b.up, Tensor()));
+  else m = ag::swiglu_packed(ag::linear(h2, w(ag::cat({b.gate, b.up}, 0)), Tensor()));
+  return ag::add(x1, ag::dropout(ag::linear(m, w(b.down), Tensor()), p, rng, drop));
 }
 
 Tensor GPT::llama_forward(const Tensor& idx, bool training, Rng& rng) const {

@@ -15,6 +15,7 @@
 #include "autograd/tape.h"
 #include "loop/run_checkpoint.h"
 #include "model/gpt.h"
+#include "tests/train/model/llama_reference.h"
 #include "tests/train/model/model_check.h"
 #include "model/sample.h"
 #include "tests/test_util.h"
@@ -97,6 +98,49 @@ TEST_CASE("tiny Llama: logits, loss and every gradient match the PyTorch f64 ref
       CHECK(e_logits <= 1e-5);
       CHECK(std::fabs(loss.item() - ref) / ref <= 1e-5);
       CHECK(e_grad <= 1e-4);
+    }
+  }
+}
+
+TEST_CASE("Llama fused q/k/v and gate/up GEMMs give the unfused math's logits and every gradient (CPU)") {
+  struct Case {
+    const char* name;
+    int64_t n_kv_head;
+    bool qk_norm, fused_attention;
+    const char* act;
+  };
+  for (const Case& k : {Case{"MHA (one RoPE pass, attention on the packed qkv)", 4, false, true, "swiglu"},
+                        Case{"GQA", 2, false, true, "swiglu"}, Case{"GQA + QK-norm", 2, true, true, "swiglu"},
+                        Case{"MHA unfused attention", 4, false, false, "swiglu"},
+                        Case{"relu2", 4, false, true, "relu2"}}) {
+    INFO(k.name);
+    GPTConfig cfg{2, 4, 32, 12, 20, 0.0, false};
+    cfg.arch = "llama";
+    cfg.n_kv_head = k.n_kv_head;
+    cfg.qk_norm = k.qk_norm;
+    cfg.fused_attention = k.fused_attention;
+    cfg.mlp_act = k.act;
+    cfg.mlp_hidden = 24;
+    cfg.tie_embeddings = false;
+    Rng init(3);
+    GPT model(cfg, init);
+    std::vector<int32_t> ids(2 * 12), tg(ids.size());
+    for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int32_t>((i * 7 + 3) % 20), tg[i] = (ids[i] + 1) % 20;
+    const Tensor x = Tensor::from_vector(ids, {2, 12}), y = Tensor::from_vector(tg, {2, 12});
+    auto run = [&](bool reference) {
+      for (Tensor p : model.parameters()) p.set_grad(Tensor());
+      Rng rng(0);
+      const Tensor logits = reference ? test::llama_reference_logits(model, x) : model.forward(x, true, rng);
+      ag::backward(ag::cross_entropy(ag::reshape(logits, {-1, 20}), y.reshape({-1})));
+      std::vector<std::vector<double>> out{logits.to_f64_vector()};
+      for (const Tensor& p : model.parameters()) out.push_back(p.grad().to_f64_vector());
+      return out;
+    };
+    const auto fused = run(false), ref = run(true);
+    CHECK(rel_error(fused[0], ref[0]) <= 1e-5);
+    for (size_t i = 1; i < fused.size(); ++i) {
+      INFO(model.named_parameters()[i - 1].first);
+      CHECK(rel_error(fused[i], ref[i]) <= 1e-4);
     }
   }
 }
