@@ -71,6 +71,9 @@ const CmTile& VulkanBackend::cm_tile(int64_t M, int64_t N, int64_t K, int64_t ba
   // From `alpha bench gpu --tiles` on an H100 (docs/PERFORMANCE.md): 128 x 64 tiles without the register prefetch
   // are the fastest or within ~5% at every GPT-2 shape (4096^3 195 TFLOP/s, like the prefetching 128 x 128); a grid
   // of under ~1.5 waves of them (GPT-2's 768-wide weight gradients) runs 64 x 64 tiles, 3 workgroups per SM.
+  // Large squares keep the prefetching 128 x 128 tile: as fast there, and the p0 tiles' 4096^3 rate swung 92-199
+  // TFLOP/s between calls.
+  if (M >= 4096 && N >= 4096) return tile_named("128x128w4k64s1");
   const CmTile& big = tile_named("128x64w4k64s1p0");
   const int64_t groups = cdiv(M, big.bm) * cdiv(N, big.bn) * batches;
   const int64_t splits = matmul_splits("matmul_cm_f16", M, N, K, batches, big.bm, big.bn);
