@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Here, not on the GPU machine: fills the ignored folder gpu/ with what the scripts in scripts/gpu need there (the
-# GPU machine has no Vulkan loader, no Debian libraries and no registry access): this build's binaries, every
-# shared library `alpha` and the tests link that is not part of the C/C++ runtime (xz-compressed when large, the tests too; setup.sh
-# unpacks them), the validation layer, the configs, the benchmark data and the PyTorch peers, and the loader packages in
-# .gl (../shared/tools/gpu-loaders.sh). Then carry [".gl", "gpu"]. Usage: bash scripts/gpu/prepare.sh [BUILD_DIR]
+# GPU machine has no Vulkan loader, no Debian libraries and no registry access): this build's binaries, every shared
+# library `alpha` and the tests link beyond the C/C++ runtime (the large ones and the tests xz-compressed; setup.sh
+# unpacks them), the validation layer, the configs, the benchmark data and the PyTorch peers, and the loader packages
+# in .gl (../shared/tools/gpu-loaders.sh). Then carry [".gl", "gpu"]. Usage: bash scripts/gpu/prepare.sh [BUILD_DIR]
 set -euo pipefail
 cd "$(git rev-parse --show-toplevel)"
 build=${1:-build}
