@@ -3,6 +3,8 @@
 # 5000-step schedule, f16) with the GPT-2 block and the Llama block (configs/llama_shakespeare_char.json), each with
 # AdamW and with Muon (optim.name muon, Newton-Schulz on the GPU's f16 GEMMs; Muon keeps its state on the host, so
 # those runs use the CPU optimizer for both). Prints each run's eval curve, best val and median step ms.
+# VARIANTS="label|--set k=v ...;label2|..." adds Llama AdamW runs with those settings (tuning at full size);
+# SKIP_MUON=1 leaves out the Muon runs (~190 ms/step with the host state).
 # Usage (carry .gl and gpu): bash gpu/arch_optim_curves.sh [extra --set ...]
 set -u
 source "$(dirname "$0")/setup.sh"
@@ -22,6 +24,13 @@ PY
 }
 run gpt2_adamw_gpu shakespeare_char.json --set optim.device=gpu "$@"
 run llama_adamw_gpu llama_shakespeare_char.json --set optim.device=gpu "$@"
+IFS=';' read -ra variants <<< "${VARIANTS:-}"
+for v in "${variants[@]}"; do
+  IFS='|' read -r label sets <<< "$v"
+  # shellcheck disable=SC2086  # the settings split into words on purpose
+  run "llama_$label" llama_shakespeare_char.json --set optim.device=gpu $sets "$@"
+done
+[ -n "${SKIP_MUON:-}" ] && exit 0
 run gpt2_muon shakespeare_char.json --set optim.device=cpu --set optim.name=muon --set optim.muon.ns_dtype=f16 "$@"
 run llama_muon llama_shakespeare_char.json --set optim.device=cpu --set optim.name=muon --set optim.muon.ns_dtype=f16 "$@"
 exit 0
