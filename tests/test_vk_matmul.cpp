@@ -72,6 +72,24 @@ TEST_CASE("vk matmul kernel choice: coopmat only where the device has NV coopera
   gpu().set_matmul_mode(vk::matmul_mode_from_env());
 }
 
+TEST_CASE("vk matmul coopmat tile choice by shape (the H100 sweep's rule; the choice is made on every device)") {
+  GpuScope g;
+  gpu().set_cm_tile("");
+  // GPT-2 124M (B8 T1024): wide products on 128 x 64 tiles; the 768-wide weight gradients (few workgroups even
+  // after split-K) on 64 x 64; the LM head's gradient (many tiles) on 128 x 64; large squares on 128 x 128.
+  CHECK(std::string(gpu().cm_tile(8192, 2304, 768, 1).name) == "128x64w4k64s1p0");
+  CHECK(std::string(gpu().cm_tile(8192, 768, 3072, 1).name) == "128x64w4k64s1p0");
+  CHECK(std::string(gpu().cm_tile(768, 768, 8192, 1).name) == "64x64w4k64s1p0");
+  CHECK(std::string(gpu().cm_tile(3072, 768, 8192, 1).name) == "64x64w4k64s1p0");
+  CHECK(std::string(gpu().cm_tile(2304, 768, 8192, 1).name) == "128x64w4k64s1p0");  // split-K doubles its 216 tiles
+  CHECK(std::string(gpu().cm_tile(50304, 768, 8192, 1).name) == "128x64w4k64s1p0");
+  CHECK(std::string(gpu().cm_tile(4096, 4096, 4096, 1).name) == "128x128w4k64s1");
+  // Every tile the rule names exists as a variant, and a forced tile wins.
+  gpu().set_cm_tile("128x128w8k64s1");
+  CHECK(std::string(gpu().cm_tile(8192, 2304, 768, 1).name) == "128x128w8k64s1");
+  gpu().set_cm_tile("");
+}
+
 TEST_CASE("vk matmul coopmat kernel (NV, f16 operands, f32 accumulation) matches the CPU on f16-rounded operands") {
   GpuScope g;
   if (!gpu().runtime().device().features().nv_coopmat_f16) {
