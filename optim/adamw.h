@@ -9,6 +9,8 @@
 
 namespace alpha {
 
+struct MuonOptions;  // optim/muon.h
+
 struct AdamWOptions {
   double beta1 = 0.9, beta2 = 0.99, eps = 1e-8, weight_decay = 0.1;
 };
@@ -27,6 +29,7 @@ class AdamW {
   virtual void step(double lr);
   void zero_grad();  // sets every param's grad undefined
   virtual const char* name() const { return "adamw"; }  // the checkpoint's "optimizer.type"
+  virtual const MuonOptions* muon_options() const { return nullptr; }  // Muon's settings (CPU or GPU); else null
 
   int64_t step_count() const { return step_count_; }
   void set_step_count(int64_t n);  // for checkpoint resume; n >= 0

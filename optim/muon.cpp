@@ -28,19 +28,23 @@ Tensor newton_schulz(const Tensor& g, int64_t steps, const std::array<double, 3>
   ALPHA_CHECK(g.dtype() == DType::f32, DTypeError, "[muon] Newton-Schulz needs f32, got {}", g.str());
   ALPHA_CHECK(steps >= 1, ValueError, "[muon] ns_steps must be >= 1, got {}", steps);
   ALPHA_CHECK(dtype == DType::f32 || dtype == DType::f16, DTypeError, "[muon] Newton-Schulz runs in f32 or f16");
-  const auto [a, b, c] = abc;
   const bool tall = g.size(0) > g.size(1);
   Tensor x = ops::contiguous(tall ? g.transpose(0, 1) : g);  // (m, n), m <= n
   const Tensor norm = ops::add_scalar(ops::sqrt(ops::sum_all(ops::mul(x, x))), 1e-7);  // 0-d: |X|_F + eps
   x = ops::div(x, norm);  // spectral norm <= 1, inside the iteration's basin
+  x = newton_schulz_iterate(x, steps, abc, dtype);
+  return tall ? ops::contiguous(x.transpose(0, 1)) : x;
+}
+
+Tensor newton_schulz_iterate(Tensor x, int64_t steps, const std::array<double, 3>& abc, DType dtype) {
+  const auto [a, b, c] = abc;
   if (dtype != DType::f32) x = ops::cast(x, dtype);
   for (int64_t s = 0; s < steps; ++s) {
     const Tensor A = ops::matmul(x, x, false, true);                                 // X X^T (m, m)
     const Tensor B = ops::add(ops::scale(A, b), ops::scale(ops::matmul(A, A), c));   // b A + c A A (m, m)
     x = ops::add(ops::scale(x, a), ops::matmul(B, x));                               // a X + B X (m, n)
   }
-  if (dtype != DType::f32) x = ops::cast(x, DType::f32);
-  return tall ? ops::contiguous(x.transpose(0, 1)) : x;
+  return dtype != DType::f32 ? ops::cast(x, DType::f32) : x;
 }
 
 bool muon_eligible(const std::string& name, const Tensor& param) {
@@ -57,28 +61,33 @@ bool muon_eligible(const std::string& name, const Tensor& param) {
   return false;
 }
 
+std::vector<char> muon_matrices(const std::vector<Tensor>& params, const std::vector<bool>& muon_mask,
+                                const MuonOptions& muon) {
+  ALPHA_CHECK(muon_mask.size() == params.size(), ValueError, "[muon] {} params but a mask of {}", params.size(),
+              muon_mask.size());
+  ALPHA_CHECK(std::isfinite(muon.lr) && muon.lr >= 0, ValueError, "[muon] lr must be >= 0, got {}", muon.lr);
+  ALPHA_CHECK(std::isfinite(muon.base_lr) && muon.base_lr > 0, ValueError, "[muon] base_lr must be > 0, got {}",
+              muon.base_lr);
+  ALPHA_CHECK(std::isfinite(muon.momentum) && muon.momentum >= 0 && muon.momentum < 1, ValueError,
+              "[muon] momentum must be in [0, 1), got {}", muon.momentum);
+  ALPHA_CHECK(std::isfinite(muon.weight_decay) && muon.weight_decay >= 0, ValueError,
+              "[muon] weight_decay must be >= 0, got {}", muon.weight_decay);
+  ALPHA_CHECK(muon.ns_steps >= 1 && muon.ns_steps <= 100, ValueError, "[muon] ns_steps must be in [1, 100], got {}",
+              muon.ns_steps);
+  for (double k : muon.ns_coefficients)
+    ALPHA_CHECK(std::isfinite(k), ValueError, "[muon] ns_coefficients must be finite, got {}", k);
+  std::vector<char> excluded(params.size(), 0);
+  for (size_t i = 0; i < params.size(); ++i) {
+    if (!muon_mask[i]) continue;
+    ALPHA_CHECK(params[i].dim() == 2, ShapeError, "[muon] param {} is {}: Muon takes 2-D matrices only", i, params[i].str());
+    excluded[i] = 1;
+  }
+  return excluded;
+}
+
 Muon::Muon(std::vector<Tensor> params, std::vector<bool> muon_mask, AdamWOptions adamw, MuonOptions muon)
     : AdamW(std::move(params), adamw), muon_(muon) {
-  const auto& ps = this->params();
-  ALPHA_CHECK(muon_mask.size() == ps.size(), ValueError, "[muon] {} params but a mask of {}", ps.size(),
-              muon_mask.size());
-  ALPHA_CHECK(std::isfinite(muon_.lr) && muon_.lr >= 0, ValueError, "[muon] lr must be >= 0, got {}", muon_.lr);
-  ALPHA_CHECK(std::isfinite(muon_.base_lr) && muon_.base_lr > 0, ValueError, "[muon] base_lr must be > 0, got {}",
-              muon_.base_lr);
-  ALPHA_CHECK(std::isfinite(muon_.momentum) && muon_.momentum >= 0 && muon_.momentum < 1, ValueError,
-              "[muon] momentum must be in [0, 1), got {}", muon_.momentum);
-  ALPHA_CHECK(std::isfinite(muon_.weight_decay) && muon_.weight_decay >= 0, ValueError,
-              "[muon] weight_decay must be >= 0, got {}", muon_.weight_decay);
-  ALPHA_CHECK(muon_.ns_steps >= 1 && muon_.ns_steps <= 100, ValueError, "[muon] ns_steps must be in [1, 100], got {}",
-              muon_.ns_steps);
-  for (double k : muon_.ns_coefficients)
-    ALPHA_CHECK(std::isfinite(k), ValueError, "[muon] ns_coefficients must be finite, got {}", k);
-  excluded_.assign(ps.size(), 0);
-  for (size_t i = 0; i < ps.size(); ++i) {
-    if (!muon_mask[i]) continue;
-    ALPHA_CHECK(ps[i].dim() == 2, ShapeError, "[muon] param {} is {}: Muon takes 2-D matrices only", i, ps[i].str());
-    excluded_[i] = 1;
-  }
+  excluded_ = muon_matrices(this->params(), muon_mask, muon_);
 }
 
 void Muon::step(double lr) {

@@ -33,6 +33,14 @@ struct MuonOptions {
 // GEMMs; on the CPU every f16 op computes in f32 and rounds). Returns f32 (rows, cols). Throws ShapeError for
 // non-2-D g, ValueError for steps < 1.
 Tensor newton_schulz(const Tensor& g, int64_t steps, const std::array<double, 3>& abc, DType dtype = DType::f32);
+// The iteration alone, on an already normalized x (m, n) with m <= n (f32; cast to `dtype` inside): what
+// newton_schulz runs after its normalization, shared with the GPU Muon (vk/muon.h), which normalizes on the GPU.
+Tensor newton_schulz_iterate(Tensor x, int64_t steps, const std::array<double, 3>& abc, DType dtype);
+
+// Checks Muon's options and the mask (one entry per param; Muon matrices must be 2-D) and returns the mask as
+// AdamW's excluded_ flags. Throws ValueError / ShapeError. Shared by Muon and vk::GpuMuon.
+std::vector<char> muon_matrices(const std::vector<Tensor>& params, const std::vector<bool>& muon_mask,
+                                const MuonOptions& muon);
 
 // Which parameters Muon takes: 2-D and inside a transformer block, i.e. the name has an all-digit component
 // ("transformer.h.3.attn.c_attn.weight", "model.layers.0.mlp.up_proj.weight"); embeddings, the LM head and the
@@ -50,7 +58,7 @@ class Muon : public AdamW {
   // grad and state tensor before changing anything (AdamW::step's checks), then updates.
   void step(double lr) override;
   const char* name() const override { return "muon"; }
-  const MuonOptions& muon_options() const { return muon_; }
+  const MuonOptions* muon_options() const override { return &muon_; }
   bool is_muon(size_t i) const { return excluded_[i] != 0; }
 
  private:

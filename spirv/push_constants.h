@@ -64,6 +64,11 @@ struct AdamWPC { uint n; float decay; float b1; float omb1; float b2; float omb2
 struct AdamWNormPC { uint n; uint out_offset; float inv_scale; };
 struct AdamWFinalPC { uint parts; float max_norm; float inv_scale; uint check_loss; };
 struct AdamWLossPC { uint first; };
+// GPU Muon (muon.comp): the momentum of one matrix (w_in = 1 - momentum, w_nes = momentum), its normalization by
+// the Frobenius norm of `parts` adamw_norm_partial_f32 partials, and the update (decay = 1 - lr*wd, neg_lr = -lr).
+struct MuonMomentumPC { uint n; float w_in; float w_nes; uint nesterov; };
+struct MuonNormPC { uint n; uint parts; };
+struct MuonUpdatePC { uint n; float decay; float neg_lr; float shape_scale; uint apply_decay; };
 
 #ifdef __cplusplus
 static_assert(sizeof(BinaryPC) == 16 && sizeof(UnaryPC) == 16 && sizeof(MatmulPC) == 36);
@@ -72,5 +77,6 @@ static_assert(sizeof(SumPC) == 20 && sizeof(SoftmaxPC) == 16 && sizeof(LayerNorm
 static_assert(sizeof(CrossEntropyPC) == 16 && sizeof(EmbeddingPC) == 16 && sizeof(DropoutPC) == 28);
 static_assert(sizeof(CopyPC) == 96 && sizeof(AttentionPC) == 128);
 static_assert(sizeof(AdamWPC) == 40 && sizeof(AdamWNormPC) == 12 && sizeof(AdamWFinalPC) == 16 && sizeof(AdamWLossPC) == 4);
+static_assert(sizeof(MuonMomentumPC) == 16 && sizeof(MuonNormPC) == 8 && sizeof(MuonUpdatePC) == 20);
 }  // namespace alpha::vk::pc
 #endif

@@ -99,7 +99,7 @@ void GpuAdamW::clip_and_step(double lr, double max_norm, double inv_scale) {
   const double t = static_cast<double>(step_count());
   const double bc1 = 1.0 - std::pow(o.beta1, t), bc2 = 1.0 - std::pow(o.beta2, t);
   for (size_t i = 0; i < ps.size(); ++i) {
-    if (!grads[i].defined()) continue;
+    if (!grads[i].defined() || (!excluded_.empty() && excluded_[i])) continue;
     const Tensor& p = ps[i];
     const uint32_t n = static_cast<uint32_t>(p.numel());
     const pc::AdamWPC pc{n,

@@ -29,7 +29,8 @@ class GpuAdamW : public AdamW {
   // of each param with a grad, reading the coefficient on the GPU. Nothing is read back. The step is vetoed on
   // the GPU when the norm (or the loss sum, if add_loss ran since the last step) is not finite: params, m and v
   // stay bit-identical, and read_stats() takes back the step count (as if step() had not been called).
-  void clip_and_step(double lr, double max_norm, double inv_scale = 1.0);
+  // Params another rule owns (excluded_: vk/muon.h) count in the norm but get no AdamW update.
+  virtual void clip_and_step(double lr, double max_norm, double inv_scale = 1.0);
   // Adds a 0-d f32 loss to the step's loss sum on the GPU; first = true starts a new sum.
   void add_loss(const Tensor& loss, bool first);
 
@@ -42,6 +43,10 @@ class GpuAdamW : public AdamW {
   // One host read (waits for the queued work). After a vetoed step it sets step_count() back; a clip_and_step
   // whose stats were not read is read by the next clip_and_step, so the count is right before it is used.
   Stats read_stats();
+
+ protected:
+  Runtime& runtime() { return rt_; }
+  const Tensor& stats() const { return stats_; }  // read by kernels that honour the coefficient and the veto
 
  private:
   Runtime& rt_;

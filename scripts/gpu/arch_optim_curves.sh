@@ -4,7 +4,8 @@
 # AdamW and with Muon (optim.name muon, Newton-Schulz on the GPU's f16 GEMMs; Muon keeps its state on the host, so
 # those runs use the CPU optimizer for both). Prints each run's eval curve, best val and median step ms.
 # VARIANTS="label|--set k=v ...;label2|..." adds Llama AdamW runs with those settings (tuning at full size);
-# SKIP_MUON=1 leaves out the Muon runs (~190 ms/step with the host state).
+# SKIP_MUON=1 leaves out the Muon runs (~190 ms/step with the host state); SKIP_BASE=1 the GPT-2 and Llama AdamW
+# runs (deterministic: same build, same bits), for a call of variants only.
 # Usage (carry .gl and gpu): bash gpu/arch_optim_curves.sh [extra --set ...]
 set -u
 source "$(dirname "$0")/setup.sh"
@@ -22,8 +23,10 @@ print(sys.argv[2], "best val", round(min(r["val_loss"] for r in ev), 4), "median
       "curve", " ".join(f"{r['step']}:{r['val_loss']:.4f}" for r in ev))
 PY
 }
-run gpt2_adamw_gpu shakespeare_char.json --set optim.device=gpu "$@"
-run llama_adamw_gpu llama_shakespeare_char.json --set optim.device=gpu "$@"
+if [ -z "${SKIP_BASE:-}" ]; then
+  run gpt2_adamw_gpu shakespeare_char.json --set optim.device=gpu "$@"
+  run llama_adamw_gpu llama_shakespeare_char.json --set optim.device=gpu "$@"
+fi
 IFS=';' read -ra variants <<< "${VARIANTS:-}"
 for v in "${variants[@]}"; do
   IFS='|' read -r label sets <<< "$v"

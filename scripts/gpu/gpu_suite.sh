@@ -4,7 +4,7 @@
 # that), and test_vk_shapes at the real batch (B=64). Usage (carry .gl and gpu): bash gpu/gpu_suite.sh [TEST...]
 set -u
 source "$(dirname "$0")/setup.sh"
-tests=${*:-test_vk test_vk_gpt test_vk_attention test_vk_adamw test_vk_f16}
+tests=${*:-test_vk test_vk_gpt test_vk_attention test_vk_adamw test_vk_muon test_vk_f16}
 for t in $tests; do
   echo "== $t: $(timeout 120 gpu/$t 2>/dev/null | tail -2 | head -1)"
   [ "${VALIDATION:-1}" = 0 ] ||

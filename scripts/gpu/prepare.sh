@@ -11,7 +11,7 @@ grep -qx '/gpu/' .git/info/exclude 2>/dev/null || echo '/gpu/' >> .git/info/excl
 [ -d .gl ] || bash ../shared/tools/gpu-loaders.sh >/dev/null
 rm -rf gpu && mkdir -p gpu/lib gpu/layers gpu/configs
 cp "$build/alpha" gpu/
-for t in test_vk test_vk_gpt test_vk_shapes test_vk_attention test_vk_adamw test_vk_f16 test_vk_llama; do
+for t in test_vk test_vk_gpt test_vk_shapes test_vk_attention test_vk_adamw test_vk_muon test_vk_f16 test_vk_llama; do
   [ ! -f "$build/tests/$t" ] || cp "$build/tests/$t" gpu/
 done
 # Libraries of the binaries, less the runtime the GPU machine's newer glibc/libstdc++ provide.

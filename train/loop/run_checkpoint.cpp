@@ -112,8 +112,8 @@ std::string save_run_checkpoint(const Config& cfg, const Tokenizer& tok, const G
   const AdamWOptions& ao = opt.options();
   nlohmann::json optimizer = {{"type", opt.name()}, {"beta1", ao.beta1}, {"beta2", ao.beta2}, {"eps", ao.eps},
                               {"weight_decay", ao.weight_decay}, {"step_count", opt.step_count()}};
-  if (const auto* mu = dynamic_cast<const Muon*>(&opt)) {  // its momentum buffers ride in the exp_avg slots
-    const MuonOptions& mo = mu->muon_options();
+  if (const MuonOptions* muon = opt.muon_options()) {  // its momentum buffers ride in the exp_avg slots
+    const MuonOptions& mo = *muon;
     optimizer["muon"] = {{"lr", mo.lr}, {"momentum", mo.momentum}, {"weight_decay", mo.weight_decay},
                          {"nesterov", mo.nesterov}, {"ns_steps", mo.ns_steps}, {"ns_coefficients", mo.ns_coefficients},
                          {"ns_dtype", mo.ns_dtype == DType::f16 ? "f16" : "f32"}};

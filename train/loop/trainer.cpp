@@ -34,6 +34,7 @@
 #include "checkpoint/safetensors.h"
 #include "model/sample.h"
 #include "vk/adamw.h"
+#include "vk/muon.h"
 
 namespace alpha {
 
@@ -63,9 +64,6 @@ std::string resolve(const std::string& out_dir, const std::string& p) {
 void refuse_unimplemented(const Config& cfg) {
   ALPHA_CHECK(cfg.data.sampling == "random", ConfigError,
               "[config] \"data.sampling\" \"{}\" is not available yet (supported: random)", cfg.data.sampling);
-  ALPHA_CHECK(cfg.optim.name != "muon" || cfg.optim.device == "cpu", ConfigError,
-              "[config] \"optim.name\" muon with \"optim.device\" gpu is not available yet: Muon keeps its state on "
-              "the host (its Newton-Schulz matmuls still run on the GPU with device vulkan); use optim.device cpu");
 }
 
 // SIGINT/SIGTERM: the first asks the loop to finish its step, save and stop; a second one kills the process at
@@ -233,7 +231,10 @@ class TrainingRun {
   std::optional<TrainInspector> inspect_;  // metrics.inspect_interval: `inspect` records (train/inspect/)
 };
 
-std::unique_ptr<AdamW> make_muon(const OptimConfig& o, const GPT& model, const AdamWOptions& adamw) {
+// optim.name muon: Muon for the blocks' matrices, AdamW for the rest; its state on the host (optim/muon.h) or,
+// with optim.device gpu, on the GPU (vk/muon.h).
+std::unique_ptr<AdamW> make_muon(const OptimConfig& o, const GPT& model, const AdamWOptions& adamw,
+                                 vk::VulkanBackend* gpu) {
   std::vector<bool> mask;
   for (const auto& [name, p] : model.named_parameters()) mask.push_back(muon_eligible(name, p));
   MuonOptions mo;
@@ -245,6 +246,7 @@ std::unique_ptr<AdamW> make_muon(const OptimConfig& o, const GPT& model, const A
   mo.ns_steps = o.muon.ns_steps;
   mo.ns_dtype = o.muon.ns_dtype == "f16" ? DType::f16 : DType::f32;
   std::copy(o.muon.ns_coefficients.begin(), o.muon.ns_coefficients.end(), mo.ns_coefficients.begin());
+  if (gpu) return std::make_unique<vk::GpuMuon>(*gpu, model.parameters(), std::move(mask), adamw, mo);
   return std::make_unique<Muon>(model.parameters(), std::move(mask), adamw, mo);
 }
 
@@ -259,10 +261,11 @@ TrainingRun::TrainingRun(const Config& cfg, const TrainOptions& opt, Clock::time
                                 mc_.n_head, mc_.n_embd, V, static_cast<double>(model_->num_parameters()) / 1e6));
   progress_.message(fmt::format("data: {} train / {} val tokens from {}", data_.split_size(false),
                                 data_.split_size(true), cfg.data.path));
-  // optim.device: the CPU AdamW (the reference) or vk::GpuAdamW (same state, kept on the GPU).
+  // optim.device: the CPU AdamW / Muon (the reference) or vk::GpuAdamW / vk::GpuMuon (same state, on the GPU).
   const AdamWOptions adamw_opts{cfg.optim.beta1, cfg.optim.beta2, cfg.optim.eps, cfg.optim.weight_decay};
-  if (cfg.optim.name == "muon") {  // optim/muon.h: Muon for the blocks' matrices, AdamW for the rest (host state)
-    optimizer_owner_ = make_muon(cfg.optim, *model_, adamw_opts);
+  if (cfg.optim.name == "muon") {
+    optimizer_owner_ = make_muon(cfg.optim, *model_, adamw_opts,
+                                 cfg.optim.device == "gpu" ? dynamic_cast<vk::VulkanBackend*>(device_.backend()) : nullptr);
   } else {
     optimizer_owner_ =
         cfg.optim.device == "gpu"

@@ -250,3 +250,20 @@ TEST_CASE("optim.name muon on the Vulkan device (lavapipe): Newton-Schulz matmul
                               "dispatch.threshold=0", "dispatch.matmul_threshold=0"}, 6, 3, 6);
   }
 }
+
+TEST_CASE("optim.name muon with optim.device gpu (lavapipe): exact resume, and the losses of the host-state Muon") {
+  TempDir a, b, c;
+  const std::vector<std::string> gpu_run = {"optim.name=muon", "device=vulkan", "dispatch.threshold=0",
+                                            "dispatch.matmul_threshold=0"};
+  std::vector<std::string> gpu_state = gpu_run;
+  gpu_state.push_back("optim.device=gpu");
+  check_exact_resume(a, b, gpu_state, 6, 3, 6);
+  std::vector<std::string> args = {"train", tiny_config(c.path), "--quiet", "--set", "train.max_steps=6"};
+  for (const auto& s : gpu_run) args.insert(args.end(), {"--set", s});
+  std::string err;
+  REQUIRE_MESSAGE(cli(args, &err) == kExitOk, err);
+  const auto lg = records(a.path / "run" / "metrics.jsonl", "step", "loss");
+  const auto lc = records(c.path / "run" / "metrics.jsonl", "step", "loss");
+  REQUIRE(lg.size() == lc.size());
+  for (size_t i = 0; i < lg.size(); ++i) CHECK(std::abs(lg[i] - lc[i]) <= 1e-4 * std::abs(lc[i]));
+}
