@@ -1,16 +1,17 @@
 #!/usr/bin/env bash
 # GPU machine: issue 20's curves in one call: the shakespeare_char recipe (6L/384, T256, B64, 2000 steps of the
 # 5000-step schedule, f16) with the GPT-2 block and the Llama block (configs/llama_shakespeare_char.json), each with
-# AdamW and with Muon (optim.name muon, Newton-Schulz on the GPU's f16 GEMMs; Muon keeps its state on the host, so
-# those runs use the CPU optimizer for both). Prints each run's eval curve, best val and median step ms.
+# AdamW and with Muon (optim.name muon, its state on the GPU: vk::GpuMuon, Newton-Schulz on the GPU's f16 GEMMs;
+# MUON_DEVICE=cpu keeps it on the host). Prints each run's eval curve, best val and median step ms.
 # VARIANTS="label|--set k=v ...;label2|..." adds Llama AdamW runs with those settings (tuning at full size);
-# SKIP_MUON=1 leaves out the Muon runs (~190 ms/step with the host state); SKIP_BASE=1 the GPT-2 and Llama AdamW
+# SKIP_MUON=1 leaves out the Muon runs; SKIP_BASE=1 the GPT-2 and Llama AdamW
 # runs (deterministic: same build, same bits), for a call of variants only.
 # Usage (carry .gl and gpu): bash gpu/arch_optim_curves.sh [extra --set ...]
 set -u
 source "$(dirname "$0")/setup.sh"
 run() {
   local label=$1 config=$2; shift 2
+  rm -rf "$OUT/$label"  # a label run twice (SKIP_BASE with other settings) starts clean
   timeout 200 gpu/alpha train gpu/configs/$config --quiet --set data.path=gpu/tinyshakespeare.txt \
     --set out_dir=$OUT/$label --set device=vulkan --set model.precision=f16 --set checkpoint.interval=100000 \
     --set train.max_steps=${STEPS:-2000} --set train.sample_tokens=0 "$@" > $OUT/$label.log 2>&1 || { echo "$label failed"; tail -3 $OUT/$label.log; return; }
@@ -34,6 +35,7 @@ for v in "${variants[@]}"; do
   run "llama_$label" llama_shakespeare_char.json --set optim.device=gpu $sets "$@"
 done
 [ -n "${SKIP_MUON:-}" ] && exit 0
-run gpt2_muon shakespeare_char.json --set optim.device=cpu --set optim.name=muon --set optim.muon.ns_dtype=f16 "$@"
-run llama_muon llama_shakespeare_char.json --set optim.device=cpu --set optim.name=muon --set optim.muon.ns_dtype=f16 "$@"
+muon=(--set optim.device="${MUON_DEVICE:-gpu}" --set optim.name=muon --set optim.muon.ns_dtype=f16)
+run gpt2_muon shakespeare_char.json "${muon[@]}" "$@"
+run llama_muon llama_shakespeare_char.json "${muon[@]}" "$@"
 exit 0
