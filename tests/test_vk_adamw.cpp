@@ -25,6 +25,9 @@
 #include "vk_test_util.h"
 
 using namespace alpha;
+using vktest::clones;
+using vktest::host_floats;
+using vktest::rel_err;
 using namespace alpha::test;
 
 namespace {
@@ -36,24 +39,6 @@ std::vector<Tensor> make_params(uint64_t seed) {
   std::vector<Tensor> ps;
   for (size_t i = 0; i < kShapes.size(); ++i) ps.push_back(vktest::randn(kShapes[i], seed + i).set_requires_grad(true));
   return ps;
-}
-
-std::vector<Tensor> clones(const std::vector<Tensor>& ts) {
-  std::vector<Tensor> out;
-  for (const Tensor& t : ts) out.push_back(t.clone().set_requires_grad(true));
-  return out;
-}
-
-// max_i |a_i - b_i| / max_i |b_i| (0 when both are all zeros).
-double rel_err(const Tensor& a, const Tensor& b) {
-  const std::vector<double> x = a.to_f64_vector(), y = b.to_f64_vector();
-  REQUIRE(x.size() == y.size());
-  double d = 0, m = 0;
-  for (size_t i = 0; i < x.size(); ++i) {
-    d = std::max(d, std::abs(x[i] - y[i]));
-    m = std::max(m, std::abs(y[i]));
-  }
-  return m > 0 ? d / m : d;
 }
 
 uint32_t bits(float f) {
@@ -113,12 +98,6 @@ std::vector<std::pair<std::string, Tensor>> checkpoint_tensors(const fs::path& r
 
 const std::vector<std::string> kGpuRun = {"--set", "device=vulkan", "--set", "dispatch.threshold=0", "--set",
                                           "dispatch.matmul_threshold=0", "--set", "train.log_interval=1"};
-
-// A host copy of a tensor's floats (downloads a GPU-resident one).
-std::vector<float> host_floats(const Tensor& t) {
-  const float* p = t.data<float>();
-  return std::vector<float>(p, p + t.numel());
-}
 
 // Params, m and v of a GPU optimizer, as host copies.
 std::vector<std::vector<float>> snapshot(vk::GpuAdamW& gpu, const std::vector<Tensor>& ps) {

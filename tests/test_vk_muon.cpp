@@ -17,6 +17,9 @@
 #include "vk_test_util.h"
 
 using namespace alpha;
+using vktest::clones;
+using vktest::host_floats;
+using vktest::rel_err;
 
 namespace {
 
@@ -28,26 +31,6 @@ std::vector<Tensor> make_params(uint64_t seed) {
   std::vector<Tensor> ps;
   for (size_t i = 0; i < kShapes.size(); ++i) ps.push_back(vktest::randn(kShapes[i], seed + i).set_requires_grad(true));
   return ps;
-}
-
-std::vector<Tensor> clones(const std::vector<Tensor>& ts) {
-  std::vector<Tensor> out;
-  for (const Tensor& t : ts) out.push_back(t.clone().set_requires_grad(true));
-  return out;
-}
-
-// max_i |a_i - b_i| / max_i |b_i|.
-double rel_err(const Tensor& a, const Tensor& b) {
-  const std::vector<double> x = a.to_f64_vector(), y = b.to_f64_vector();
-  REQUIRE(x.size() == y.size());
-  double d = 0, m = 0;
-  for (size_t i = 0; i < x.size(); ++i) d = std::max(d, std::abs(x[i] - y[i])), m = std::max(m, std::abs(y[i]));
-  return m > 0 ? d / m : d;
-}
-
-std::vector<float> host_floats(const Tensor& t) {
-  const float* p = t.data<float>();
-  return std::vector<float>(p, p + t.numel());
 }
 
 // `steps` steps of clip_grad_norm + the CPU Muon and of GpuMuon::clip_and_step on identical params and grads.

@@ -4,6 +4,7 @@
 #pragma once
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <functional>
@@ -70,6 +71,28 @@ inline Tensor randu(const Shape& s, uint64_t seed, float lo, float hi) {
 }
 
 // |got - want| <= atol + rtol * |want| elementwise, same shape; reports the first mismatch.
+// Fresh leaf copies of params (a second optimizer's identical starting point).
+inline std::vector<Tensor> clones(const std::vector<Tensor>& ts) {
+  std::vector<Tensor> out;
+  for (const Tensor& t : ts) out.push_back(t.clone().set_requires_grad(true));
+  return out;
+}
+
+// A host copy of a tensor's floats (downloads a GPU-resident one).
+inline std::vector<float> host_floats(const Tensor& t) {
+  const float* p = t.data<float>();
+  return std::vector<float>(p, p + t.numel());
+}
+
+// max_i |a_i - b_i| / max_i |b_i| (the absolute difference when b is all zeros).
+inline double rel_err(const Tensor& a, const Tensor& b) {
+  const std::vector<double> x = a.to_f64_vector(), y = b.to_f64_vector();
+  REQUIRE(x.size() == y.size());
+  double d = 0, m = 0;
+  for (size_t i = 0; i < x.size(); ++i) d = std::max(d, std::abs(x[i] - y[i])), m = std::max(m, std::abs(y[i]));
+  return m > 0 ? d / m : d;
+}
+
 inline void expect_close(const Tensor& got, const Tensor& want, double rtol, double atol, const std::string& what) {
   INFO(what);
   REQUIRE(got.defined());
