@@ -64,11 +64,12 @@ struct AdamWPC { uint n; float decay; float b1; float omb1; float b2; float omb2
 struct AdamWNormPC { uint n; uint out_offset; float inv_scale; };
 struct AdamWFinalPC { uint parts; float max_norm; float inv_scale; uint check_loss; };
 struct AdamWLossPC { uint first; };
-// GPU Muon (muon.comp): the momentum of one matrix (w_in = 1 - momentum, w_nes = momentum), its normalization by
-// the Frobenius norm of `parts` adamw_norm_partial_f32 partials, and the update (decay = 1 - lr*wd, neg_lr = -lr).
-struct MuonMomentumPC { uint n; float w_in; float w_nes; uint nesterov; };
-struct MuonNormPC { uint n; uint parts; };
-struct MuonUpdatePC { uint n; float decay; float neg_lr; float shape_scale; uint apply_decay; };
+// GPU Muon (muon.comp): one (rows, cols) matrix of n elements at `offset` of a (G, m, n) stack, transposed when
+// tall: its momentum (w_in = 1 - momentum, w_nes = momentum) and update (decay = 1 - lr*wd, neg_lr = -lr); the
+// partial sums and normalization of every matrix of a stack (mn elements each, `parts` partials each).
+struct MuonMomentumPC { uint n; uint rows; uint cols; uint transpose; uint offset; float w_in; float w_nes; uint nesterov; };
+struct MuonNormPC { uint mn; uint parts; };
+struct MuonUpdatePC { uint n; uint rows; uint cols; uint transpose; uint offset; float decay; float neg_lr; float shape_scale; uint apply_decay; };
 
 #ifdef __cplusplus
 static_assert(sizeof(BinaryPC) == 16 && sizeof(UnaryPC) == 16 && sizeof(MatmulPC) == 36);
@@ -77,6 +78,6 @@ static_assert(sizeof(SumPC) == 20 && sizeof(SoftmaxPC) == 16 && sizeof(LayerNorm
 static_assert(sizeof(CrossEntropyPC) == 16 && sizeof(EmbeddingPC) == 16 && sizeof(DropoutPC) == 28);
 static_assert(sizeof(CopyPC) == 96 && sizeof(AttentionPC) == 128);
 static_assert(sizeof(AdamWPC) == 40 && sizeof(AdamWNormPC) == 12 && sizeof(AdamWFinalPC) == 16 && sizeof(AdamWLossPC) == 4);
-static_assert(sizeof(MuonMomentumPC) == 16 && sizeof(MuonNormPC) == 8 && sizeof(MuonUpdatePC) == 20);
+static_assert(sizeof(MuonMomentumPC) == 32 && sizeof(MuonNormPC) == 8 && sizeof(MuonUpdatePC) == 36);
 }  // namespace alpha::vk::pc
 #endif

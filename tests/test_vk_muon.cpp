@@ -23,9 +23,10 @@ using vktest::rel_err;
 
 namespace {
 
-// Muon matrices wide (3, 43), tall (50, 7), square (16, 16); AdamW: a bias (17) and a matrix left to AdamW.
-const std::vector<Shape> kShapes = {{3, 43}, {17}, {50, 7}, {16, 16}, {10, 100}};
-const std::vector<bool> kMask = {true, false, true, true, false};
+// Muon matrices wide (3, 43), tall (50, 7), square (16, 16); stacked with the first of their shape: a tall (43, 3)
+// and a second square; AdamW: a bias (17) and a matrix left to AdamW.
+const std::vector<Shape> kShapes = {{3, 43}, {17}, {50, 7}, {16, 16}, {10, 100}, {43, 3}, {16, 16}};
+const std::vector<bool> kMask = {true, false, true, true, false, true, true};
 
 std::vector<Tensor> make_params(uint64_t seed) {
   std::vector<Tensor> ps;

@@ -1,10 +1,13 @@
-// GpuMuon: per Muon matrix, four kernels and the dispatched Newton-Schulz iteration, all recorded on the lazy
-// queue: momentum (muon_momentum_f32), sum-of-squares partials (adamw_norm_partial_f32), normalization
-// (muon_normalize_f32), Newton-Schulz (ops::matmul/scale/add/cast), update (muon_update_f32).
+// GpuMuon: the Muon matrices are grouped by oriented shape (m, n) = (min, max of rows and cols); per group, one
+// momentum kernel per matrix writes u into a (G, m, n) stack (tall ones transposed), two kernels normalize every
+// matrix of the stack, Newton-Schulz runs once on the stack through the dispatcher (batched GEMMs), and one update
+// kernel per matrix reads its slice back. Llama at the shakespeare_char size: 2 stacks instead of 42 iterations.
 #include "vk/muon.h"
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <utility>
 
 #include "core/ops.h"
 #include "spirv/push_constants.h"
@@ -13,7 +16,7 @@ namespace alpha::vk {
 
 namespace {
 constexpr uint32_t kWG = 256;
-constexpr uint64_t kNormChunk = uint64_t{kWG} * ADAMW_NORM_ITEMS;  // elements per partial (adamw.comp)
+constexpr uint64_t kNormChunk = uint64_t{kWG} * ADAMW_NORM_ITEMS;  // elements per partial sum
 }  // namespace
 
 GpuMuon::GpuMuon(VulkanBackend& backend, std::vector<Tensor> params, std::vector<bool> muon_mask, AdamWOptions adamw,
@@ -26,48 +29,65 @@ GpuMuon::GpuMuon(VulkanBackend& backend, std::vector<Tensor> params, std::vector
 
 void GpuMuon::clip_and_step(double lr, double max_norm, double inv_scale) {
   GpuAdamW::clip_and_step(lr, max_norm, inv_scale);  // validates every grad and state tensor first
+  // Muon matrices with a grad, grouped by oriented shape; std::map keeps the groups in a fixed order.
+  std::map<std::pair<int64_t, int64_t>, std::vector<size_t>> groups;
+  for (size_t i = 0; i < params().size(); ++i) {
+    const Tensor& p = params()[i];
+    if (!excluded_[i] || !p.grad().defined()) continue;
+    groups[{std::min(p.size(0), p.size(1)), std::max(p.size(0), p.size(1))}].push_back(i);
+  }
   Runtime& rt = runtime();
   const auto bs = rt.input(stats());
   const double mlr = lr / muon_.base_lr * muon_.lr;
-  const pc::MuonMomentumPC base{0, static_cast<float>(1.0 - muon_.momentum), static_cast<float>(muon_.momentum),
-                                muon_.nesterov ? 1u : 0u};
-  for (size_t i = 0; i < params().size(); ++i) {
-    if (!excluded_[i]) continue;
-    const Tensor& p = params()[i];
-    if (!p.grad().defined()) continue;
-    const Tensor g = p.grad().contiguous();
-    Tensor& m = exp_avg()[i];
-    const uint32_t n = static_cast<uint32_t>(p.numel());
-    // (rows, cols): momentum buffer m, and u = the matrix Newton-Schulz orthogonalizes.
-    Tensor u = rt.output(p.shape(), DType::f32);
-    pc::MuonMomentumPC mpc = base;
-    mpc.n = n;
-    rt.run("muon_momentum_f32", {kWG},
-           {{rt.input(g), false}, {rt.input(m), true}, {Runtime::buffer_of(u), true}, {bs, false}}, mpc,
-           Runtime::grid_for(n, kWG), 6.0 * double(n));
-    m.storage()->mark_device_written();
+  for (const auto& [shape, members] : groups) {
+    const auto [m, n] = shape;
+    const uint64_t G = members.size(), mn = static_cast<uint64_t>(m * n);
+    ALPHA_CHECK(G * mn < (uint64_t{1} << 32), ValueError, "[muon gpu] {} matrices of {}x{} exceed 32-bit indexing", G,
+                m, n);
+    // u, stacked (G, m, n): each matrix's Newton-Schulz input, wide.
+    Tensor u = rt.output({static_cast<int64_t>(G), m, n}, DType::f32);
+    for (size_t j = 0; j < G; ++j) {
+      const size_t i = members[j];
+      const Tensor& p = params()[i];
+      const Tensor g = p.grad().contiguous();
+      Tensor& mom = exp_avg()[i];
+      const pc::MuonMomentumPC mpc{static_cast<uint32_t>(mn), static_cast<uint32_t>(p.size(0)),
+                                   static_cast<uint32_t>(p.size(1)), p.size(0) > p.size(1) ? 1u : 0u,
+                                   static_cast<uint32_t>(j * mn), static_cast<float>(1.0 - muon_.momentum),
+                                   static_cast<float>(muon_.momentum), muon_.nesterov ? 1u : 0u};
+      rt.run("muon_momentum_f32", {kWG},
+             {{rt.input(g), false}, {rt.input(mom), true}, {Runtime::buffer_of(u), true}, {bs, false}}, mpc,
+             Runtime::grid_for(mn, kWG), 6.0 * double(mn));
+      mom.storage()->mark_device_written();
+    }
+    // x / (|x|_F + 1e-7) per matrix: partial sums of squares, then the division.
+    const uint64_t parts = (mn + kNormChunk - 1) / kNormChunk;
+    if (G * parts > partials_cap_) partials_ = rt.scratch(G * parts * 8), partials_cap_ = G * parts;
+    const pc::MuonNormPC npc{static_cast<uint32_t>(mn), static_cast<uint32_t>(parts)};
+    auto stacked = [&](std::array<uint32_t, 3> grid) {  // z: the matrix of the stack
+      grid[2] = static_cast<uint32_t>(G);
+      return grid;
+    };
+    rt.run("muon_partial_f32", {kWG}, {{Runtime::buffer_of(u), false}, {partials_, true}}, npc,
+           stacked(Runtime::grid(parts)), 2.0 * double(G * mn));
+    Tensor x = rt.output(u.shape(), DType::f32);
+    rt.run("muon_normalize_f32", {kWG}, {{partials_, false}, {Runtime::buffer_of(u), false}, {Runtime::buffer_of(x), true}},
+           npc, stacked(Runtime::grid_for(mn, kWG)), 2.0 * double(G * mn));
 
-    const bool tall = p.size(0) > p.size(1);
-    const Tensor x = tall ? ops::contiguous(u.transpose(0, 1)) : u;  // (m, n), m <= n
-    const uint64_t parts = (uint64_t{n} + kNormChunk - 1) / kNormChunk;
-    if (parts > partials_cap_) partials_ = rt.scratch(parts * 8), partials_cap_ = parts;
-    const auto bx = rt.input(x);
-    rt.run("adamw_norm_partial_f32", {kWG}, {{bx, false}, {partials_, true}}, pc::AdamWNormPC{n, 0, 1.0f},
-           Runtime::grid(parts), 2.0 * double(n));
-    Tensor xn = rt.output(x.shape(), DType::f32);
-    rt.run("muon_normalize_f32", {kWG}, {{partials_, false}, {bx, false}, {Runtime::buffer_of(xn), true}},
-           pc::MuonNormPC{n, static_cast<uint32_t>(parts)}, Runtime::grid_for(n, kWG), 2.0 * double(n));
-
-    Tensor o = newton_schulz_iterate(xn, muon_.ns_steps, muon_.ns_coefficients, muon_.ns_dtype);
-    o = tall ? ops::contiguous(o.transpose(0, 1)) : ops::contiguous(o);  // (rows, cols)
-
-    const double rows = static_cast<double>(p.size(0)), cols = static_cast<double>(p.size(1));
-    const pc::MuonUpdatePC upc{n, static_cast<float>(1.0 - mlr * muon_.weight_decay), static_cast<float>(-mlr),
-                               static_cast<float>(std::sqrt(std::max(1.0, rows / cols))),
-                               muon_.weight_decay != 0.0 ? 1u : 0u};
-    rt.run("muon_update_f32", {kWG}, {{rt.input(p), true}, {rt.input(o), false}, {bs, false}}, upc,
-           Runtime::grid_for(n, kWG), 3.0 * double(n));
-    p.storage()->mark_device_written();
+    const Tensor o = ops::contiguous(newton_schulz_iterate(x, muon_.ns_steps, muon_.ns_coefficients, muon_.ns_dtype));
+    const auto bo = rt.input(o);
+    for (size_t j = 0; j < G; ++j) {
+      const Tensor& p = params()[members[j]];
+      const double rows = static_cast<double>(p.size(0)), cols = static_cast<double>(p.size(1));
+      const pc::MuonUpdatePC upc{static_cast<uint32_t>(mn), static_cast<uint32_t>(p.size(0)),
+                                 static_cast<uint32_t>(p.size(1)), p.size(0) > p.size(1) ? 1u : 0u,
+                                 static_cast<uint32_t>(j * mn), static_cast<float>(1.0 - mlr * muon_.weight_decay),
+                                 static_cast<float>(-mlr), static_cast<float>(std::sqrt(std::max(1.0, rows / cols))),
+                                 muon_.weight_decay != 0.0 ? 1u : 0u};
+      rt.run("muon_update_f32", {kWG}, {{rt.input(p), true}, {bo, false}, {bs, false}}, upc,
+             Runtime::grid_for(mn, kWG), 3.0 * double(mn));
+      p.storage()->mark_device_written();
+    }
   }
 }
 

@@ -1,8 +1,8 @@
 // GpuMuon: optim/muon.h's Muon with its state on the GPU (optim.name "muon" with optim.device "gpu"). The grad
-// norm, clip coefficient, veto and the AdamW update of the non-Muon params are GpuAdamW's; each Muon matrix then
-// gets its momentum (spirv/muon.comp), its Frobenius normalization on the GPU, the Newton-Schulz iteration
-// through the op dispatcher (the GPU's GEMMs: optim/muon.h's newton_schulz_iterate) and its update, with nothing
-// read back. Same state layout as Muon (momentum in the exp_avg slots), so checkpoints move between the two.
+// norm, clip coefficient, veto and the AdamW update of the non-Muon params are GpuAdamW's; the Muon matrices then
+// get their momentum (spirv/muon.comp), their Frobenius normalization on the GPU, the Newton-Schulz iteration
+// through the op dispatcher (the GPU's GEMMs: optim/muon.h's newton_schulz_iterate), batched over the matrices of
+// one shape, and their update, with nothing read back. Same state layout as Muon (momentum in the exp_avg slots), so checkpoints move between the two.
 // tests/test_vk_muon.cpp compares it with the CPU Muon.
 #pragma once
 #include <memory>
@@ -28,7 +28,7 @@ class GpuMuon : public GpuAdamW {
 
  private:
   MuonOptions muon_;
-  std::shared_ptr<GpuBuffer> partials_;  // one matrix's sum-of-squares partials
+  std::shared_ptr<GpuBuffer> partials_;  // sum-of-squares partials of one stack of same-shape matrices
   uint64_t partials_cap_ = 0;
 };
 
