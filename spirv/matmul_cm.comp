@@ -57,7 +57,7 @@
 #define STAGES 1  // shared buffers of the A/B slices (1: two barriers per K step, 2: one)
 #endif
 #ifndef PROBE
-#define PROBE 0     // timing probes only (1 shared, 2 regs; see main)
+#define PROBE 0     // timing probes only (1 shared, 2 regs, 3 direct; see main)
 #endif
 #ifndef PREFETCH
 #define PREFETCH 1  // the next K step's slices are loaded into registers while the current one is multiplied
@@ -104,8 +104,10 @@ layout(std430, binding = 2) writeonly buffer C { OUT_T c[]; };
 
 // A slices: row-major [BM][BK + PAD], or column-major [BK][BM + PAD] when A is transposed; B likewise. Offsets
 // are in halves; VEC8 arrays hold 8 halves per element (row strides are multiples of 8 halves).
+#if PROBE != 3
 shared EL As[STAGES * STAGE_A / V];
 shared EL Bs[STAGES * STAGE_B / V];
+#endif
 shared float Cs[SG_M * SG_N * 256];  // one 16 x 16 f32 fragment per subgroup, for edge fragments
 
 // Staging pattern: consecutive invocations take consecutive addresses of the operand's memory (V halves each).
@@ -130,6 +132,7 @@ EL load_b(uint t, uint e, uint k0, uint kend, uint n0, uint bbase) {
   const uint n = n0 + r, kb = k0 + k;
   return (n < p.N && kb < kend) ? EL(b[(bbase + (TRANS_B ? n * p.ldb + kb : kb * p.ldb + n)) / V]) : EL(0);
 }
+#if PROBE != 3
 void store_a(uint t, uint e, uint st, EL v) {
   uint r, k;
   slot(t, e, BM, !TRANS_A, r, k);
@@ -140,6 +143,7 @@ void store_b(uint t, uint e, uint st, EL v) {
   slot(t, e, BN, TRANS_B, r, k);
   Bs[(st * STAGE_B + soff(r, k, BN, TRANS_B)) / V] = v;
 }
+#endif
 #define LOAD_A(k0, e) load_a(t, e, k0, kend, m0, abase)
 #define LOAD_B(k0, e) load_b(t, e, k0, kend, n0, bbase)
 #define STORE_A(st, e, v) store_a(t, e, st, v)
@@ -180,7 +184,24 @@ void main() {
     [[unroll]] for (uint j = 0; j < FN; ++j) acc[i][j] = fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>(0.0);
 
   const uint steps = (kend - kbeg + BK - 1) / BK;
-#if PROBE
+#if PROBE == 3
+  // Probe "direct": fragments loaded straight from global memory (L1/L2 serve the reuse across subgroups), no
+  // staging and no barriers. Right results when M, N are multiples of the tile and K of 16 (the bench's squares);
+  // timed by `alpha bench gpu --tiles` to see whether the driver's global fragment loads beat the shared path.
+  const uint arow = m0 + wm, bcol = n0 + wn;
+  for (uint k = kbeg; k < kend; k += 16) {
+    fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> fa[FM];
+    [[unroll]] for (uint i = 0; i < FM; ++i)
+      coopMatLoadNV(fa[i], a, (abase + (TRANS_A ? k * p.lda + arow + 16 * i : (arow + 16 * i) * p.lda + k)) / V,
+                    p.lda / V, TRANS_A);
+    [[unroll]] for (uint j = 0; j < FN; ++j) {
+      fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> fb;
+      coopMatLoadNV(fb, b, (bbase + (TRANS_B ? (bcol + 16 * j) * p.ldb + k : k * p.ldb + bcol + 16 * j)) / V,
+                    p.ldb / V, TRANS_B);
+      [[unroll]] for (uint i = 0; i < FM; ++i) acc[i][j] = coopMatMulAddNV(fa[i], fb, acc[i][j]);
+    }
+  }
+#elif PROBE
   // Timing probes of `alpha bench gpu --tiles` (wrong results by design): where the kernel's ceiling is.
 #if PROBE == 1  // shared: only the fragment loads and products of each step (no staging, no barriers)
   for (uint s = 0; s < steps; ++s) MULTIPLY((s & 1u) * 8u, (s & 1u) * 8u);  // shifted: the loads stay in the loop

@@ -146,8 +146,19 @@ nlohmann::json bench_gemm_tiles(vk::VulkanBackend& be, const std::vector<GemmCas
   // The probes last, in a pass of their own: on their garbage operands the H100 ran the next measurement up to
   // 1.5x slower (power), which once cost the per-shape rows after them.
   for (size_t i = 0; i < cases.size(); ++i) {
-    const auto [a, b] = operands(cases[i]);
-    for (const vk::CmTile& t : vk::cm_probes()) rows[i]["probes"][t.name] = time_tile(cases[i], a, b, t.name);
+    const GemmCase& c = cases[i];
+    const auto [a, b] = operands(c);
+    be.set_cm_tile("");
+    const std::vector<double> want = ops::matmul(a, b, c.ta, c.tb).to_f64_vector();
+    for (const vk::CmTile& t : vk::cm_probes()) {
+      rows[i]["probes"][t.name] = time_tile(c, a, b, t.name);
+      if (std::string(t.name).find("_pdirect") == std::string::npos) continue;
+      // The direct probes compute the product (on tile-aligned shapes): max |diff| / max |C| against the tiles'.
+      const std::vector<double> got = ops::matmul(a, b, c.ta, c.tb).to_f64_vector();
+      double diff = 0, top = 0;
+      for (size_t e = 0; e < want.size(); ++e) diff = std::max(diff, std::abs(got[e] - want[e])), top = std::max(top, std::abs(want[e]));
+      rows[i]["probes"][t.name]["max_rel_diff"] = top > 0 ? diff / top : diff;
+    }
   }
   be.set_cm_tile("");
   return rows;
