@@ -6,7 +6,7 @@
 // i % cols); in the stack it sits at offset + (transpose ? c * rows + r : i).
 // Variants:
 //   MOMENTUM:  g' = g * stats[2]; m = lerp(m, g', 1 - momentum); u = nesterov ? lerp(g', m, momentum) : m (torch.lerp's
-//              two forms as optim/muon.cpp has them), u written into the stack. A vetoed step leaves m as it is.
+//              two forms as optim/muon.cpp has them), u written into the stack. A vetoed step leaves m as it is (u = 0).
 //   PARTIAL:   per matrix z of the stack, float-float sums of squares of CHUNK elements per workgroup.
 //   NORMALIZE: per matrix z, out = x / (|x|_F + 1e-7), |x|_F from its partials (every workgroup sums the same
 //              partials in the same order: no atomics, same bits run to run).
@@ -32,11 +32,15 @@ float lerp_torch(float self, float end, float w) {  // torch.lerp: self + w*(end
 }
 void main() {
   const uint i = linear_id();
-  if (i >= p.n || stats[3] != 0.0) return;  // a vetoed step keeps the momentum
+  if (i >= p.n) return;
+  const uint at = p.transpose != 0 ? (i % p.cols) * p.rows + i / p.cols : i;
+  if (stats[3] != 0.0) {  // a vetoed step keeps the momentum; zeros keep the skipped Newton-Schulz finite
+    u[p.offset + at] = 0.0;
+    return;
+  }
   precise float gi = g[i] * stats[2];
   const float mi = lerp_torch(m[i], gi, p.w_in);
   m[i] = mi;
-  const uint at = p.transpose != 0 ? (i % p.cols) * p.rows + i / p.cols : i;
   u[p.offset + at] = p.nesterov != 0 ? lerp_torch(gi, mi, p.w_nes) : mi;
 }
 #elif defined(PARTIAL)

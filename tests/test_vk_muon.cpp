@@ -111,7 +111,10 @@ TEST_CASE("gpu muon: a NaN grad vetoes the step on the GPU (params and momentum 
   gpu.clip_and_step(1e-3, 1.0);
   CHECK(!gpu.read_stats().skipped);
   std::vector<std::vector<float>> before;
-  for (size_t i = 0; i < ps.size(); ++i) before.push_back(host_floats(ps[i])), before.push_back(host_floats(gpu.exp_avg()[i]));
+  for (size_t i = 0; i < ps.size(); ++i) {
+    before.push_back(host_floats(ps[i]));
+    before.push_back(host_floats(gpu.exp_avg()[i]));
+  }
   set_grads(900, std::numeric_limits<float>::quiet_NaN());
   gpu.clip_and_step(1e-3, 1.0);
   CHECK(gpu.read_stats().skipped);

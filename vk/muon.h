@@ -2,7 +2,8 @@
 // norm, clip coefficient, veto and the AdamW update of the non-Muon params are GpuAdamW's; the Muon matrices then
 // get their momentum (spirv/muon.comp), their Frobenius normalization on the GPU, the Newton-Schulz iteration
 // through the op dispatcher (the GPU's GEMMs: optim/muon.h's newton_schulz_iterate), batched over the matrices of
-// one shape, and their update, with nothing read back. Same state layout as Muon (momentum in the exp_avg slots), so checkpoints move between the two.
+// one shape, and their update, with nothing read back. Same state layout as Muon (momentum in the exp_avg slots),
+// so checkpoints move between the two.
 // tests/test_vk_muon.cpp compares it with the CPU Muon.
 #pragma once
 #include <memory>

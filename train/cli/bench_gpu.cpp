@@ -156,7 +156,10 @@ nlohmann::json bench_gemm_tiles(vk::VulkanBackend& be, const std::vector<GemmCas
       // The direct probes compute the product (on tile-aligned shapes): max |diff| / max |C| against the tiles'.
       const std::vector<double> got = ops::matmul(a, b, c.ta, c.tb).to_f64_vector();
       double diff = 0, top = 0;
-      for (size_t e = 0; e < want.size(); ++e) diff = std::max(diff, std::abs(got[e] - want[e])), top = std::max(top, std::abs(want[e]));
+      for (size_t e = 0; e < want.size(); ++e) {
+        diff = std::max(diff, std::abs(got[e] - want[e]));
+        top = std::max(top, std::abs(want[e]));
+      }
       rows[i]["probes"][t.name]["max_rel_diff"] = top > 0 ? diff / top : diff;
     }
   }
