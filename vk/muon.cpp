@@ -72,7 +72,8 @@ void GpuMuon::clip_and_step(double lr, double max_norm, double inv_scale) {
            stacked(Runtime::grid(parts)), 2.0 * double(G * mn));
     Tensor x = rt.output(u.shape(), DType::f32);
     rt.run("muon_normalize_f32", {kWG},
-           {{partials_, false}, {Runtime::buffer_of(u), false}, {Runtime::buffer_of(x), true}}, npc, stacked(Runtime::grid_for(mn, kWG)), 2.0 * double(G * mn));
+           {{partials_, false}, {Runtime::buffer_of(u), false}, {Runtime::buffer_of(x), true}}, npc,
+           stacked(Runtime::grid_for(mn, kWG)), 2.0 * double(G * mn));
 
     const Tensor o = ops::contiguous(newton_schulz_iterate(x, muon_.ns_steps, muon_.ns_coefficients, muon_.ns_dtype));
     const auto bo = rt.input(o);
