@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "config/config.h"
 #include "model/gpt.h"
 
 namespace alpha {
@@ -20,6 +21,7 @@ struct GpuBenchOptions {
   int64_t batch = 64;
   int grad_accum = 1;
   std::string optim_device = "gpu";  // AdamW on the GPU (optim.device gpu) or the CPU
+  OptimConfig optim;  // from --config/--set: optim.name muon times Muon (optim.muon.*) for the block matrices
   int warmup = 3, steps = 10;
   double peak_tflops = 0;  // > 0: MFU of the step
   bool json = false;

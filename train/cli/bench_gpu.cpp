@@ -25,6 +25,7 @@
 #include "cli/bench.h"
 #include "config/config.h"
 #include "loop/device.h"
+#include "loop/trainer.h"
 #include "model/gpt.h"
 #include "vk/adamw.h"
 #include "vk/backend.h"
@@ -201,9 +202,16 @@ nlohmann::json bench_train_step(const GpuBenchOptions& o, DeviceScope& scope, vk
     int32_t* p = t->mutable_data<int32_t>();
     for (int64_t i = 0; i < t->numel(); ++i) p[i] = static_cast<int32_t>(rng.next_u32() % uint32_t(V));
   }
-  const bool gpu_opt = o.optim_device == "gpu";
-  std::unique_ptr<AdamW> opt = gpu_opt ? std::make_unique<vk::GpuAdamW>(be, model.parameters(), AdamWOptions{})
-                                       : std::make_unique<AdamW>(model.parameters(), AdamWOptions{});
+  const bool gpu_opt = o.optim_device == "gpu", muon = o.optim.name == "muon";
+  std::unique_ptr<AdamW> opt;
+  if (muon) {  // Muon's lr is relative to optim.lr: the bench's fixed 1e-4 step gives it optim.muon.lr
+    OptimConfig oc = o.optim;
+    oc.lr = 1e-4;
+    opt = make_muon(oc, model, AdamWOptions{}, gpu_opt ? &be : nullptr);
+  } else {
+    opt = gpu_opt ? std::make_unique<vk::GpuAdamW>(be, model.parameters(), AdamWOptions{})
+                  : std::make_unique<AdamW>(model.parameters(), AdamWOptions{});
+  }
   auto* gopt = dynamic_cast<vk::GpuAdamW*>(opt.get());
   const double loss_scale = mc.f16 ? 1024.0 : 1.0;  // a fixed scale: timing only (the trainer adapts it)
   // Wall-clock steps as `alpha train` runs them by default (metrics.profile off): no per-dispatch timestamps.
@@ -236,7 +244,7 @@ nlohmann::json bench_train_step(const GpuBenchOptions& o, DeviceScope& scope, vk
   }
   be.set_profiling(profiled);
   const double ms = median(total), tokens = double(BT) * o.grad_accum;
-  nlohmann::json step = {{"steps", o.steps}, {"grad_accum", o.grad_accum}, {"optimizer", o.optim_device},
+  nlohmann::json step = {{"steps", o.steps}, {"grad_accum", o.grad_accum}, {"optimizer", o.optim_device}, {"optimizer_name", opt->name()},
                          {"fwd_bwd_ms", median(fb)}, {"optimizer_ms", median(op)}, {"step_ms", ms},
                          {"tokens_per_s", tokens / (ms / 1e3)}};
   if (o.peak_tflops > 0)
@@ -333,10 +341,10 @@ void print_gpu_bench(const GpuBenchOptions& o, const nlohmann::json& out, const 
   }
   if (out.contains("step")) {
     const auto& s = out["step"];
-    std::printf("Training step (B=%lld, T=%lld, grad_accum %d, %s AdamW, median of %d): %.2f ms (fwd+bwd %.2f, optimizer %.2f), "
+    std::printf("Training step (B=%lld, T=%lld, grad_accum %d, %s %s, median of %d): %.2f ms (fwd+bwd %.2f, optimizer %.2f), "
                 "%.0f tokens/s%s\n",
                 static_cast<long long>(o.batch), static_cast<long long>(mc.block_size), o.grad_accum, o.optim_device.c_str(),
-                o.steps, s["step_ms"].get<double>(), s["fwd_bwd_ms"].get<double>(), s["optimizer_ms"].get<double>(),
+                s["optimizer_name"].get<std::string>().c_str(), o.steps, s["step_ms"].get<double>(), s["fwd_bwd_ms"].get<double>(), s["optimizer_ms"].get<double>(),
                 s["tokens_per_s"].get<double>(),
                 s.contains("mfu") ? fmt::format(", MFU {:.1f}%", 100 * s["mfu"].get<double>()).c_str() : "");
   }

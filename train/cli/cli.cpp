@@ -47,7 +47,7 @@ commands:
             [--gemm M,K,N[,ta,tb]]... [--tiles] [--only gemm,kernels,attention,step] [--optim gpu|cpu] [--quick]
                       Vulkan GEMM TFLOP/s per kernel (--tiles: per coopmat block tile), memory-bound kernel GB/s,
                       causal attention fwd/bwd ms, GPT training step ms (the config's model, batch, grad_accum,
-                      precision; default shakespeare_char)
+                      precision and optim.name: adamw or muon; default shakespeare_char)
   info [CONFIG] [--set key=value]... [--device SPEC]
                       Vulkan devices, the device a run would use, its features and limits, thresholds
   calibrate [--device vulkan[:N]] [--out PATH] [--quick] [--json]
@@ -194,6 +194,7 @@ int cmd_bench(const std::vector<std::string>& args) {
     o.model = gpt_config(cfg.model, cfg.model.vocab_size > 0 ? cfg.model.vocab_size : 65);
     o.batch = cfg.train.batch_size;
     o.grad_accum = static_cast<int>(cfg.train.grad_accum);
+    o.optim = cfg.optim;
   }
   ALPHA_CHECK(o.optim_device == "gpu" || o.optim_device == "cpu", UsageError, "[cli] --optim must be gpu or cpu, got \"{}\"",
               o.optim_device);

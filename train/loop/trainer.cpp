@@ -231,26 +231,6 @@ class TrainingRun {
   std::optional<TrainInspector> inspect_;  // metrics.inspect_interval: `inspect` records (train/inspect/)
 };
 
-// optim.name muon: Muon for the blocks' matrices, AdamW for the rest; its state on the host (optim/muon.h) or,
-// with optim.device gpu, on the GPU (vk/muon.h).
-std::unique_ptr<AdamW> make_muon(const OptimConfig& o, const GPT& model, const AdamWOptions& adamw,
-                                 vk::VulkanBackend* gpu) {
-  std::vector<bool> mask;
-  for (const auto& [name, p] : model.named_parameters()) mask.push_back(muon_eligible(name, p));
-  MuonOptions mo;
-  mo.lr = o.muon.lr;
-  mo.base_lr = o.lr;
-  mo.momentum = o.muon.momentum;
-  mo.weight_decay = o.muon.weight_decay;
-  mo.nesterov = o.muon.nesterov;
-  mo.ns_steps = o.muon.ns_steps;
-  mo.ns_dtype = o.muon.ns_dtype == "f16" ? DType::f16 : DType::f32;
-  std::copy(o.muon.ns_coefficients.begin(), o.muon.ns_coefficients.end(), mo.ns_coefficients.begin());
-  if (gpu) return std::make_unique<vk::GpuMuon>(*gpu, model.parameters(), std::move(mask), adamw, mo);
-  return std::make_unique<Muon>(model.parameters(), std::move(mask), adamw, mo);
-}
-
-
 TrainingRun::TrainingRun(const Config& cfg, const TrainOptions& opt, Clock::time_point t0, Progress& progress,
                          DeviceScope& device, TextData& data, MetricsWriter& metrics, int64_t V)
     : cfg_(cfg), opt_(opt), t0_(t0), progress_(progress), device_(device), data_(data), metrics_(metrics),
@@ -563,6 +543,23 @@ TrainResult TrainingRun::finish() {
 }
 
 }  // namespace
+
+std::unique_ptr<AdamW> make_muon(const OptimConfig& o, const GPT& model, const AdamWOptions& adamw,
+                                 vk::VulkanBackend* gpu) {
+  std::vector<bool> mask;
+  for (const auto& [name, p] : model.named_parameters()) mask.push_back(muon_eligible(name, p));
+  MuonOptions mo;
+  mo.lr = o.muon.lr;
+  mo.base_lr = o.lr;
+  mo.momentum = o.muon.momentum;
+  mo.weight_decay = o.muon.weight_decay;
+  mo.nesterov = o.muon.nesterov;
+  mo.ns_steps = o.muon.ns_steps;
+  mo.ns_dtype = o.muon.ns_dtype == "f16" ? DType::f16 : DType::f32;
+  std::copy(o.muon.ns_coefficients.begin(), o.muon.ns_coefficients.end(), mo.ns_coefficients.begin());
+  if (gpu) return std::make_unique<vk::GpuMuon>(*gpu, model.parameters(), std::move(mask), adamw, mo);
+  return std::make_unique<Muon>(model.parameters(), std::move(mask), adamw, mo);
+}
 
 // The phases, in order: set-up (device, data, out_dir, metrics; then the model and optimizer), resume, the
 // loop (forward_backward, update, guard, log, evaluate, checkpoint per step), finish (sample, "end").

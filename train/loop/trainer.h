@@ -4,11 +4,17 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 
 #include "config/config.h"
 
 namespace alpha {
+
+class AdamW;
+class GPT;
+struct AdamWOptions;
+namespace vk { class VulkanBackend; }
 
 struct TrainOptions {
   bool json_stdout = false;  // also stream metrics to stdout (--json)
@@ -28,5 +34,10 @@ struct TrainResult {
 };
 
 TrainResult run_training(const Config& cfg, const TrainOptions& opt);
+
+// optim.name muon: Muon (optim.muon.*, its lr relative to optim.lr) for the model's block matrices, AdamW with
+// `adamw` for the rest; its state on the host (optim/muon.h), or on the GPU when `gpu` is given (vk/muon.h).
+std::unique_ptr<AdamW> make_muon(const OptimConfig& o, const GPT& model, const AdamWOptions& adamw,
+                                 vk::VulkanBackend* gpu);
 
 }  // namespace alpha
