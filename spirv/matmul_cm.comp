@@ -12,7 +12,7 @@
 // so they store only their valid part (any M, N, K).
 // Variants (spirv/CMakeLists.txt): IN_F16 (f16 A/B storage; default f32, converted on load), OUT_F16 (f16 C),
 // VEC8 (with IN_F16: 16-byte loads of 8 halves; M, N, K, lda, ldb and batch strides multiples of 8, which vk/
-// checks), the tile (SG_M, SG_N, FM, FN), BK and STAGES. vk/matmul.cpp's tile table mirrors the tile variants.
+// checks), the tile (SG_M, SG_N, FM, FN), BK and STAGES, DIRECT (no staging: tile-aligned shapes only). vk/matmul.cpp's tile table mirrors the tile variants.
 #version 450
 #extension GL_EXT_control_flow_attributes : require
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
@@ -57,7 +57,10 @@
 #define STAGES 1  // shared buffers of the A/B slices (1: two barriers per K step, 2: one)
 #endif
 #ifndef PROBE
-#define PROBE 0     // timing probes only (1 shared, 2 regs, 3 direct; see main)
+#define PROBE 0     // timing probes only (1 shared, 2 regs; see main)
+#endif
+#ifndef DIRECT
+#define DIRECT 0    // fragments straight from global memory (tile-aligned M, N; K a multiple of 16)
 #endif
 #ifndef PREFETCH
 #define PREFETCH 1  // the next K step's slices are loaded into registers while the current one is multiplied
@@ -104,7 +107,7 @@ layout(std430, binding = 2) writeonly buffer C { OUT_T c[]; };
 
 // A slices: row-major [BM][BK + PAD], or column-major [BK][BM + PAD] when A is transposed; B likewise. Offsets
 // are in halves; VEC8 arrays hold 8 halves per element (row strides are multiples of 8 halves).
-#if PROBE != 3
+#if !DIRECT
 shared EL As[STAGES * STAGE_A / V];
 shared EL Bs[STAGES * STAGE_B / V];
 #endif
@@ -132,7 +135,7 @@ EL load_b(uint t, uint e, uint k0, uint kend, uint n0, uint bbase) {
   const uint n = n0 + r, kb = k0 + k;
   return (n < p.N && kb < kend) ? EL(b[(bbase + (TRANS_B ? n * p.ldb + kb : kb * p.ldb + n)) / V]) : EL(0);
 }
-#if PROBE != 3
+#if !DIRECT
 void store_a(uint t, uint e, uint st, EL v) {
   uint r, k;
   slot(t, e, BM, !TRANS_A, r, k);
@@ -184,10 +187,9 @@ void main() {
     [[unroll]] for (uint j = 0; j < FN; ++j) acc[i][j] = fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>(0.0);
 
   const uint steps = (kend - kbeg + BK - 1) / BK;
-#if PROBE == 3
-  // Probe "direct": fragments loaded straight from global memory (L1/L2 serve the reuse across subgroups), no
-  // staging and no barriers. Right results when M, N are multiples of the tile and K of 16 (the bench's squares);
-  // timed by `alpha bench gpu --tiles` to see whether the driver's global fragment loads beat the shared path.
+#if DIRECT
+  // Fragments straight from global memory (L1/L2 serve the reuse across subgroups): no staging, no barriers. Only
+  // for M, N multiples of the tile and K (and split-K chunks) multiples of 16: vk::cm_tile never picks it otherwise.
   const uint arow = m0 + wm, bcol = n0 + wn;
   for (uint k = kbeg; k < kend; k += 16) {
     fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> fa[FM];

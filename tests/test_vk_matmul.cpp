@@ -87,7 +87,19 @@ TEST_CASE("vk matmul coopmat tile choice by shape (the H100 sweep's rule; the ch
   // Every tile the rule names exists as a variant, and a forced tile wins.
   gpu().set_cm_tile("128x128w8k64s1");
   CHECK(std::string(gpu().cm_tile(8192, 2304, 768, 1).name) == "128x128w8k64s1");
+  // A forced direct tile applies only where it fits (whole tiles, K a multiple of 16); elsewhere the rule above.
+  gpu().set_cm_tile("128x64w4d");
+  CHECK(std::string(gpu().cm_tile(8192, 2304, 768, 1).name) == "128x64w4d");
+  CHECK(std::string(gpu().cm_tile(8192, 2312, 768, 1).name) == "128x64w4k64s1p0");   // N not a multiple of 64
+  CHECK(std::string(gpu().cm_tile(8192, 2304, 776, 1).name) == "128x64w4k64s1p0");   // K not a multiple of 16
   gpu().set_cm_tile("");
+  // ALPHA_VK_CM_DIRECT=1: the same shapes from global memory where they fit, staged where they do not.
+  gpu().set_cm_direct(true);
+  CHECK(std::string(gpu().cm_tile(8192, 2304, 768, 1).name) == "128x64w4d");
+  CHECK(std::string(gpu().cm_tile(768, 768, 8192, 1).name) == "64x64w4d");
+  CHECK(std::string(gpu().cm_tile(4096, 4096, 4096, 1).name) == "128x128w4d");
+  CHECK(std::string(gpu().cm_tile(8192, 2312, 768, 1).name) == "128x64w4k64s1p0");
+  gpu().set_cm_direct(vk::cm_direct_from_env());
 }
 
 TEST_CASE("vk matmul coopmat kernel (NV, f16 operands, f32 accumulation) matches the CPU on f16-rounded operands") {
@@ -144,7 +156,9 @@ TEST_CASE("vk matmul coopmat block tiles: every 16-byte-load f16 tile matches th
   gpu().set_matmul_mode(vk::MatmulMode::automatic);
   // Multiples of 8 (16-byte loads) that cut 64/128/256-wide tiles and K steps mid-way; a batch; a long K with few
   // tiles (split-K: f32 partials summed in order, one f16 rounding); whole fragments (direct stores) and edges.
-  const Case cases[] = {{1, 8, 8, 8}, {2, 72, 40, 136}, {1, 264, 96, 520}, {1, 136, 1048, 200}, {1, 256, 64, 256}};
+  // Tile-aligned ones (multiples of 128, K of 16 but not of 64) for the direct tiles, which take only those.
+  const Case cases[] = {{1, 8, 8, 8},       {2, 72, 40, 136},   {1, 264, 96, 520},   {1, 136, 1048, 200},
+                        {1, 256, 64, 256},  {1, 128, 48, 128},  {2, 256, 208, 384},  {1, 128, 2064, 256}};
   for (const vk::CmTile& t : vk::cm_tiles()) {
     gpu().set_cm_tile(t.name);
     for (const Case& c : cases)
@@ -152,6 +166,7 @@ TEST_CASE("vk matmul coopmat block tiles: every 16-byte-load f16 tile matches th
         for (bool tb : {false, true}) {
           const Tensor a = ops::cast(randn(ta ? Shape{c.nb, c.K, c.M} : Shape{c.nb, c.M, c.K}, 500 + c.M), DType::f16);
           const Tensor b = ops::cast(randn(tb ? Shape{c.nb, c.N, c.K} : Shape{c.nb, c.K, c.N}, 600 + c.N), DType::f16);
+          if (!vk::cm_tile_fits(t, c.M, c.N, c.K)) continue;  // a direct tile: another tile would run
           const Tensor got = on_gpu([&] { return ops::matmul(a, b, ta, tb); });
           expect_close(got, on_cpu([&] { return ops::matmul(a, b, ta, tb); }), 2e-3, 2e-3 * std::sqrt(double(c.K)),
                        fmt::format("tile {} f16 {} x {}x{}x{} ta={} tb={}", t.name, c.nb, c.M, c.K, c.N, ta, tb));
