@@ -12,7 +12,8 @@
 // so they store only their valid part (any M, N, K).
 // Variants (spirv/CMakeLists.txt): IN_F16 (f16 A/B storage; default f32, converted on load), OUT_F16 (f16 C),
 // VEC8 (with IN_F16: 16-byte loads of 8 halves; M, N, K, lda, ldb and batch strides multiples of 8, which vk/
-// checks), the tile (SG_M, SG_N, FM, FN), BK and STAGES, DIRECT (no staging: tile-aligned shapes only). vk/matmul.cpp's tile table mirrors the tile variants.
+// checks), the tile (SG_M, SG_N, FM, FN), BK and STAGES, DIRECT (no staging: tile-aligned shapes only).
+// vk/matmul.cpp's tile table mirrors the tile variants.
 #version 450
 #extension GL_EXT_control_flow_attributes : require
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
@@ -190,19 +191,40 @@ void main() {
 #if DIRECT
   // Fragments straight from global memory (L1/L2 serve the reuse across subgroups): no staging, no barriers. Only
   // for M, N multiples of the tile and K (and split-K chunks) multiples of 16: vk::cm_tile never picks it otherwise.
+  // DIRECT 2 loads the next K step's fragments before multiplying the current ones (more registers, loads in flight).
   const uint arow = m0 + wm, bcol = n0 + wn;
+#define FRAG_A(f, i, k)                                                                                          \
+  coopMatLoadNV(f, a, (abase + (TRANS_A ? (k) * p.lda + arow + 16 * (i) : (arow + 16 * (i)) * p.lda + (k))) / V,  \
+                p.lda / V, TRANS_A)
+#define FRAG_B(f, j, k)                                                                                          \
+  coopMatLoadNV(f, b, (bbase + (TRANS_B ? (bcol + 16 * (j)) * p.ldb + (k) : (k) * p.ldb + bcol + 16 * (j))) / V,  \
+                p.ldb / V, TRANS_B)
+#if DIRECT == 2
+  fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> fa[FM], fb[FN];
+  const uint k1 = kbeg < kend ? kbeg : 0;  // (vk/ never records an empty K slice; stay in range regardless)
+  [[unroll]] for (uint i = 0; i < FM; ++i) FRAG_A(fa[i], i, k1);
+  [[unroll]] for (uint j = 0; j < FN; ++j) FRAG_B(fb[j], j, k1);
+  for (uint k = kbeg; k < kend; k += 16) {
+    const uint kn = k + 16 < kend ? k + 16 : k;  // the last step reloads its own (in-range) fragments
+    fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> na[FM], nb[FN];
+    [[unroll]] for (uint i = 0; i < FM; ++i) FRAG_A(na[i], i, kn);
+    [[unroll]] for (uint j = 0; j < FN; ++j) FRAG_B(nb[j], j, kn);
+    [[unroll]] for (uint j = 0; j < FN; ++j)
+      [[unroll]] for (uint i = 0; i < FM; ++i) acc[i][j] = coopMatMulAddNV(fa[i], fb[j], acc[i][j]);
+    [[unroll]] for (uint i = 0; i < FM; ++i) fa[i] = na[i];
+    [[unroll]] for (uint j = 0; j < FN; ++j) fb[j] = nb[j];
+  }
+#else
   for (uint k = kbeg; k < kend; k += 16) {
     fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> fa[FM];
-    [[unroll]] for (uint i = 0; i < FM; ++i)
-      coopMatLoadNV(fa[i], a, (abase + (TRANS_A ? k * p.lda + arow + 16 * i : (arow + 16 * i) * p.lda + k)) / V,
-                    p.lda / V, TRANS_A);
+    [[unroll]] for (uint i = 0; i < FM; ++i) FRAG_A(fa[i], i, k);
     [[unroll]] for (uint j = 0; j < FN; ++j) {
       fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> fb;
-      coopMatLoadNV(fb, b, (bbase + (TRANS_B ? (bcol + 16 * j) * p.ldb + k : k * p.ldb + bcol + 16 * j)) / V,
-                    p.ldb / V, TRANS_B);
+      FRAG_B(fb, j, k);
       [[unroll]] for (uint i = 0; i < FM; ++i) acc[i][j] = coopMatMulAddNV(fa[i], fb, acc[i][j]);
     }
   }
+#endif
 #elif PROBE
   // Timing probes of `alpha bench gpu --tiles` (wrong results by design): where the kernel's ceiling is.
 #if PROBE == 1  // shared: only the fragment loads and products of each step (no staging, no barriers)

@@ -52,6 +52,8 @@ TEST_CASE("vk matmul SIMT kernels: 128-wide and 64-wide tiles match the CPU at t
   // Few tiles and a long K (a weight gradient, K = B*T): split-K, K = 1000 cutting the last 256-deep slice.
   CHECK(check_case({1, 130, 1000, 33}, 1e-5, 1e-4) == "matmul_f32 split");
   CHECK(check_case({2, 5, 520, 3}, 1e-5, 1e-4) == "matmul_f32 split");
+  // K = 4100 in 16 slices of 288 (257 rounded up to whole 32-deep steps): 15 slices cover it, none may be empty.
+  CHECK(check_case({1, 130, 4100, 33}, 1e-5, 1e-4) == "matmul_f32 split");
   // A single matrix shared by every batch (stride 0): the GPT linear layers' weight.
   const Tensor x = randn({300, 4, 9}, 7), w = randn({9, 5}, 8);
   expect_close(on_gpu([&] { return ops::matmul(x, w); }), on_cpu([&] { return ops::matmul(x, w); }), 1e-5, 1e-5,
@@ -94,11 +96,15 @@ TEST_CASE("vk matmul coopmat tile choice by shape (the H100 sweep's rule; the ch
   CHECK(std::string(gpu().cm_tile(8192, 2304, 776, 1).name) == "128x64w4k64s1p0");   // K not a multiple of 16
   gpu().set_cm_tile("");
   // ALPHA_VK_CM_DIRECT=1: the same shapes from global memory where they fit, staged where they do not.
-  gpu().set_cm_direct(true);
+  gpu().set_cm_direct(1);
   CHECK(std::string(gpu().cm_tile(8192, 2304, 768, 1).name) == "128x64w4d");
   CHECK(std::string(gpu().cm_tile(768, 768, 8192, 1).name) == "64x64w4d");
   CHECK(std::string(gpu().cm_tile(4096, 4096, 4096, 1).name) == "128x128w4d");
   CHECK(std::string(gpu().cm_tile(8192, 2312, 768, 1).name) == "128x64w4k64s1p0");
+  gpu().set_cm_direct(2);  // the variants that load the next K step's fragments first
+  CHECK(std::string(gpu().cm_tile(8192, 2304, 768, 1).name) == "128x64w4d2");
+  CHECK(std::string(gpu().cm_tile(768, 768, 8192, 1).name) == "64x64w4d2");
+  CHECK(std::string(gpu().cm_tile(4096, 4096, 4096, 1).name) == "128x128w8d2");
   gpu().set_cm_direct(vk::cm_direct_from_env());
 }
 

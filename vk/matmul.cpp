@@ -39,7 +39,8 @@ constexpr CmTile kCmTiles[] = {
     {"64x128w4k64s1", 64, 128, 64},   {"128x128w4k32s2", 128, 128, 32}, {"256x128w8k32s1", 256, 128, 32},
     {"64x64w4k64s1", 64, 64, 64},     {"128x64w4k64s1p0", 128, 64, 64}, {"64x64w4k64s1p0", 64, 64, 64},
     {"128x128w4d", 128, 128, 64, true}, {"128x128w8d", 128, 128, 64, true}, {"128x64w4d", 128, 64, 64, true},
-    {"64x64w4d", 64, 64, 64, true},
+    {"64x64w4d", 64, 64, 64, true},   {"128x128w8d2", 128, 128, 64, true}, {"128x64w4d2", 128, 64, 64, true},
+    {"64x64w4d2", 64, 64, 64, true},
 };
 
 // Timing probes (spirv/CMakeLists.txt): a tile's inner loop alone, for `alpha bench gpu --tiles`.
@@ -66,9 +67,9 @@ std::string cm_tile_from_env() {
   return tile_named(e).name;
 }
 
-bool cm_direct_from_env() {
+int cm_direct_from_env() {
   const char* e = std::getenv("ALPHA_VK_CM_DIRECT");
-  return e && std::strcmp(e, "1") == 0;
+  return e && std::strcmp(e, "1") == 0 ? 1 : e && std::strcmp(e, "2") == 0 ? 2 : 0;
 }
 
 void VulkanBackend::set_cm_tile(std::string name) { cm_tile_ = name.empty() ? "" : tile_named(name).name; }
@@ -83,12 +84,14 @@ const CmTile& VulkanBackend::cm_tile(int64_t M, int64_t N, int64_t K, int64_t ba
     if (cm_tile_fits(forced, M, N, K)) return forced;  // a direct tile that does not fit: chosen below
   }
   if (cm_direct_) {  // the staged rule's shapes, from global memory where they fit
-    const CmTile& d = tile_named(M >= 4096 && N >= 4096 ? "128x128w4d" : "128x64w4d");
+    const std::string v = cm_direct_ == 2 ? "d2" : "d";  // 2: the prefetching variants (no 128 x 128 w4 one)
+    const std::string square = cm_direct_ == 2 ? "128x128w8d2" : "128x128w4d";
+    const CmTile& d = tile_named(M >= 4096 && N >= 4096 ? square : "128x64w4" + v);
     if (cm_tile_fits(d, M, N, K)) {
       const int64_t groups = cdiv(M, d.bm) * cdiv(N, d.bn) * batches;
       const int64_t splits = matmul_splits("matmul_cm_f16", M, N, K, batches, d.bm, d.bn);
-      if (d.bn == 64 && groups * splits < kSmallGrid && cm_tile_fits(tile_named("64x64w4d"), M, N, K))
-        return tile_named("64x64w4d");
+      if (d.bn == 64 && groups * splits < kSmallGrid && cm_tile_fits(tile_named("64x64w4" + v), M, N, K))
+        return tile_named("64x64w4" + v);
       return d;
     }
   }
@@ -147,10 +150,13 @@ Tensor VulkanBackend::matmul(const Tensor& a, const Tensor& b, bool ta, bool tb)
   const CmTile* ct = vec8 ? &cm_tile(M, N, K, nb) : nullptr;
   const int64_t bm = ct ? ct->bm : kernel.rfind("matmul_small", 0) == 0 ? 64 : 128, bn = ct ? ct->bn : bm;
   if (cdiv(M, bm) > 65535 || cdiv(N, bn) > 65535) return {};
-  const int64_t splits = matmul_splits(kernel, M, N, K, nb, bm, bn);
-  // Slices of whole K steps (32, or the tile's) so only the last one has a partial step.
+  int64_t splits = matmul_splits(kernel, M, N, K, nb, bm, bn);
+  // Slices of whole K steps (32, or the tile's) so only the last one has a partial step. Rounding the slice up can
+  // leave the last slices empty (K 4100 in 16 slices of 288: 15 cover it): there are only as many as cover K, since
+  // the coopmat kernels count their K steps as (kend - kbeg + BK - 1) / BK.
   const int64_t kstep = ct ? ct->bk : 32;
   const int64_t k_chunk = splits > 1 ? cdiv(cdiv(K, splits), kstep) * kstep : K;
+  if (splits > 1) splits = cdiv(K, k_chunk);
   Shape out_shape = batch;
   out_shape.push_back(M);
   out_shape.push_back(N);
