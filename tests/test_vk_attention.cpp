@@ -266,7 +266,8 @@ TEST_CASE("vk attention f16, head size 64: every tensor-core and SIMT kernel mat
   CHECK(gpu().attention_kernel(DType::f16, 32) == "attention");  // other head sizes too
   for (const Case c : {Case{1, 2, 1, 1, 64, true, 0.0, false}, Case{2, 3, 65, 65, 64, true, 0.1, true},
                        Case{1, 2, 130, 130, 64, true, 0.0, true}, Case{1, 1, 37, 100, 64, true, 0.0, false},
-                       Case{2, 1, 70, 45, 64, false, 0.2, false}, Case{1, 2, 200, 200, 64, true, 0.1, false}}) {
+                       Case{2, 1, 70, 45, 64, false, 0.2, false}, Case{1, 2, 200, 200, 64, true, 0.1, false},
+                       Case{2, 2, 128, 128, 64, true, 0.1, true}, Case{1, 2, 64, 64, 64, false, 0.0, false}}) {
     INFO(name(c));
     const Inputs in32 = make_inputs(c);
     Inputs in;
@@ -282,10 +283,15 @@ TEST_CASE("vk attention f16, head size 64: every tensor-core and SIMT kernel mat
     const auto ap = params(c);
     const auto cf = on_cpu([&] { return ops::attention(in.q, in.k, in.v, ap); });
     const auto cb = on_cpu([&] { return ops::attention_backward(in.dout, in.q, in.k, in.v, cf.out, cf.lse, ap, c.views); });
-    for (const std::string mode : {"auto", "cm", "simt"}) {
+    // "direct": auto with ALPHA_VK_ATTENTION_DIRECT (attention_cmr's dk/dv kernel without staging; whole query
+    // blocks only).
+    for (const std::string mode : {"auto", "cm", "simt", "direct"}) {
       INFO("ALPHA_VK_ATTENTION mode: " << mode);
-      gpu().set_attention_mode(mode);
-      const std::string want = mode == "auto" ? auto_kernel : mode == "cm" ? cm_kernel : "attention";
+      gpu().set_attention_mode(mode == "direct" ? "auto" : mode);
+      gpu().set_attention_direct(mode == "direct");
+      const std::string want =
+          mode == "auto" || mode == "direct" ? auto_kernel : mode == "cm" ? cm_kernel : "attention";
+      const bool direct = mode == "direct" && want == "attention_cmr" && c.Tq % 64 == 0;
       gpu().sync();
       const auto k0 = gpu().runtime().kernel_counts();
       const auto gf = on_gpu([&] { return ops::attention(in.q, in.k, in.v, ap); });
@@ -303,12 +309,14 @@ TEST_CASE("vk attention f16, head size 64: every tensor-core and SIMT kernel mat
       for (const std::string k : {"attention_cmr", "attention_cm"}) {
         CHECK(ran(k + "_f16") == (want == k ? 1 : 0));
         CHECK(ran(k + "_dq_f16") == (want == k ? 1 : 0));
-        CHECK(ran(k + "_dkdv_f16") == (want == k ? 1 : 0));
+        CHECK(ran(k + "_dkdv_f16") == (want == k && !direct ? 1 : 0));
       }
+      CHECK(ran("attention_cmr_dkdv_direct_f16") == (direct ? 1 : 0));
       CHECK(ran("attention_f16") == (want == "attention" ? 1 : 0));
       CHECK(ran("attention_rowdot_f16") == 1);
     }
     gpu().set_attention_mode(vk::attention_mode_from_env());
+    gpu().set_attention_direct(vk::attention_direct_from_env());
   }
   expect_clean();
 }

@@ -46,6 +46,9 @@ int cm_direct_from_env();
 // are written for; else attention_cm, scores through shared memory; both need f16, head size 64, NV cooperative
 // matrix), "cm" = never attention_cmr, "simt" = never tensor cores.
 std::string attention_mode_from_env();
+// ALPHA_VK_ATTENTION_DIRECT=1: attention_cmr's dk/dv kernel loads the query blocks' fragments from global memory
+// (no staging) where Tq is a multiple of 64; off by default until measured.
+bool attention_direct_from_env();
 
 class VulkanBackend : public Backend {
  public:
@@ -69,6 +72,7 @@ class VulkanBackend : public Backend {
   Runtime& runtime() { return *rt_; }
   void set_matmul_mode(MatmulMode m) { matmul_mode_ = m; }
   void set_attention_mode(std::string mode);  // auto | cm | simt (ValueError otherwise)
+  void set_attention_direct(bool on) { attention_direct_ = on; }  // ALPHA_VK_ATTENTION_DIRECT
   // The kernel family fused attention of `dtype`, head size D, runs with: "attention_cmr", "attention_cm" or
   // "attention".
   std::string attention_kernel(DType dtype, int64_t D) const;
@@ -171,6 +175,7 @@ class VulkanBackend : public Backend {
   std::string cm_tile_ = cm_tile_from_env();
   int cm_direct_ = cm_direct_from_env();
   std::string attention_mode_ = attention_mode_from_env();
+  bool attention_direct_ = attention_direct_from_env();
   mutable int quad_layout_ = -1;  // coopmat_quad_layout(): -1 not probed yet
 };
 
