@@ -79,7 +79,8 @@ std::vector<char> muon_matrices(const std::vector<Tensor>& params, const std::ve
   std::vector<char> excluded(params.size(), 0);
   for (size_t i = 0; i < params.size(); ++i) {
     if (!muon_mask[i]) continue;
-    ALPHA_CHECK(params[i].dim() == 2, ShapeError, "[muon] param {} is {}: Muon takes 2-D matrices only", i, params[i].str());
+    ALPHA_CHECK(params[i].dim() == 2, ShapeError, "[muon] param {} is {}: Muon takes 2-D matrices only", i,
+                params[i].str());
     excluded[i] = 1;
   }
   return excluded;

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <cstdlib>
 
 #include "core/dtype.h"
 #include "vk_test_util.h"
@@ -105,6 +106,20 @@ TEST_CASE("vk matmul coopmat tile choice by shape (the H100 sweep's rule; the ch
   CHECK(std::string(gpu().cm_tile(8192, 2304, 768, 1).name) == "128x64w4d2");
   CHECK(std::string(gpu().cm_tile(768, 768, 8192, 1).name) == "64x64w4d2");
   CHECK(std::string(gpu().cm_tile(4096, 4096, 4096, 1).name) == "128x128w8d2");
+  // The switches' values are checked: a typo is an error, not silently "off".
+  const char* was = std::getenv("ALPHA_VK_CM_DIRECT");
+  const std::string saved = was ? was : "";
+  setenv("ALPHA_VK_CM_DIRECT", "yes", 1);
+  CHECK_THROWS_WITH_AS(vk::cm_direct_from_env(), "[vk] ALPHA_VK_CM_DIRECT='yes' is not one of 0, 1, 2", ValueError);
+  setenv("ALPHA_VK_CM_DIRECT", "2", 1);
+  CHECK(vk::cm_direct_from_env() == 2);
+  setenv("ALPHA_VK_ATTENTION_DIRECT", "on", 1);
+  CHECK_THROWS_WITH_AS(vk::attention_direct_from_env(), "[vk] ALPHA_VK_ATTENTION_DIRECT='on' is not one of 0, 1",
+                       ValueError);
+  unsetenv("ALPHA_VK_ATTENTION_DIRECT");
+  CHECK(!vk::attention_direct_from_env());
+  if (was) setenv("ALPHA_VK_CM_DIRECT", saved.c_str(), 1);
+  else unsetenv("ALPHA_VK_CM_DIRECT");
   gpu().set_cm_direct(vk::cm_direct_from_env());
 }
 

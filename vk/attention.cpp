@@ -105,7 +105,10 @@ std::string attention_mode_from_env() {
 
 bool attention_direct_from_env() {
   const char* e = std::getenv("ALPHA_VK_ATTENTION_DIRECT");
-  return e && std::strcmp(e, "1") == 0;
+  if (!e || !*e || std::strcmp(e, "0") == 0) return false;
+  if (std::strcmp(e, "1") != 0)
+    throw ValueError(fmt::format("[vk] ALPHA_VK_ATTENTION_DIRECT='{}' is not one of 0, 1", e));
+  return true;
 }
 
 void VulkanBackend::set_attention_mode(std::string mode) {

@@ -69,7 +69,10 @@ std::string cm_tile_from_env() {
 
 int cm_direct_from_env() {
   const char* e = std::getenv("ALPHA_VK_CM_DIRECT");
-  return e && std::strcmp(e, "1") == 0 ? 1 : e && std::strcmp(e, "2") == 0 ? 2 : 0;
+  if (!e || !*e || std::strcmp(e, "0") == 0) return 0;
+  if (std::strcmp(e, "1") != 0 && std::strcmp(e, "2") != 0)
+    throw ValueError(fmt::format("[vk] ALPHA_VK_CM_DIRECT='{}' is not one of 0, 1, 2", e));
+  return e[0] - '0';
 }
 
 void VulkanBackend::set_cm_tile(std::string name) { cm_tile_ = name.empty() ? "" : tile_named(name).name; }

@@ -25,6 +25,17 @@ GpuMuon::GpuMuon(VulkanBackend& backend, std::vector<Tensor> params, std::vector
   excluded_ = muon_matrices(this->params(), muon_mask, muon_);
   ALPHA_CHECK(muon_.ns_dtype == DType::f32 || muon_.ns_dtype == DType::f16, DTypeError,
               "[muon gpu] Newton-Schulz runs in f32 or f16");
+  // The kernels index a stack of same-shape matrices in 32 bits: checked here, so a step never throws halfway.
+  std::map<std::pair<int64_t, int64_t>, uint64_t> stacked;  // elements per oriented shape
+  for (size_t i = 0; i < this->params().size(); ++i)
+    if (excluded_[i]) {
+      const Tensor& p = this->params()[i];
+      uint64_t& total = stacked[{std::min(p.size(0), p.size(1)), std::max(p.size(0), p.size(1))}];
+      total += static_cast<uint64_t>(p.numel());
+      ALPHA_CHECK(total < (uint64_t{1} << 32), ValueError,
+                  "[muon gpu] the Muon matrices of shape {} hold over 2^32 elements: too many for one stack",
+                  shape_str(p.shape()));
+    }
 }
 
 void GpuMuon::clip_and_step(double lr, double max_norm, double inv_scale) {
@@ -41,9 +52,7 @@ void GpuMuon::clip_and_step(double lr, double max_norm, double inv_scale) {
   const double mlr = lr / muon_.base_lr * muon_.lr;
   for (const auto& [shape, members] : groups) {
     const auto [m, n] = shape;
-    const uint64_t G = members.size(), mn = static_cast<uint64_t>(m * n);
-    ALPHA_CHECK(G * mn < (uint64_t{1} << 32), ValueError, "[muon gpu] {} matrices of {}x{} exceed 32-bit indexing", G,
-                m, n);
+    const uint64_t G = members.size(), mn = static_cast<uint64_t>(m * n);  // G * mn < 2^32: the constructor
     // u, stacked (G, m, n): each matrix's Newton-Schulz input, wide.
     Tensor u = rt.output({static_cast<int64_t>(G), m, n}, DType::f32);
     for (size_t j = 0; j < G; ++j) {
