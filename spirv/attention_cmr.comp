@@ -39,12 +39,9 @@ float quad_sum(float x) {
 
 shared uvec4 As[BC * LDV];  // forward: Q tile, then key blocks; DQ: Q tile / key blocks; DKDV: K tile / query blocks
 shared uvec4 Bs[BC * LDV];  // forward: value blocks; DQ: dO tile / value blocks; DKDV: V tile / dO blocks
-#if defined(DKDV) && !defined(DIRECT)
+#ifdef DKDV
 shared float ls[BC], drs[BC];  // lse and drow of the query block
 #endif
-// DIRECT (DKDV only; vk/ picks it under ALPHA_VK_ATTENTION_DIRECT=1 when Tq is a multiple of BC): the query blocks'
-// Q and dO fragments load straight from global memory (L1 serves the four subgroups) instead of being staged into
-// shared memory behind two barriers per block; lse and drow are read per element.
 
 #if !defined(DQ) && !defined(DKDV)
 // ---------------------------------------------------------------------------------------------- forward
@@ -229,13 +226,6 @@ void main() {
   // First query row that sees key k0: i + shift >= k0.
   const uint istart = k0 > p.shift ? k0 - p.shift : 0u;
   for (uint i0 = (istart / BC) * BC; i0 < p.tq; i0 += BC) {
-#ifdef DIRECT
-    // Fragment (16 rows from row r, 16 columns from 16 d) of a (rows, HD) view, in uvec4 units (8 halves).
-#define QROW(r, d) ((qbase + (r) * p.q[3]) / 8u + 2u * (d))
-#define GROW(r, d) ((gbase + (r) * p.g[3]) / 8u + 2u * (d))
-#define LS(qi) lse[bh * p.tq + i0 + (qi)]
-#define DRS(qi) drow[bh * p.tq + i0 + (qi)]
-#else
     barrier();  // WAR: every subgroup is done with the previous query block (and the tiles' fragment loads)
     STAGE(As, q8, qbase, p.q[3], i0, p.tq);
     STAGE(Bs, g8, gbase, p.g[3], i0, p.tq);
@@ -245,43 +235,30 @@ void main() {
       drs[e] = r < p.tq ? drow[bh * p.tq + r] : 0.0;
     }
     barrier();  // RAW: the whole query block is staged before any subgroup reads it
-#define LS(qi) ls[qi]
-#define DRS(qi) drs[qi]
-#endif
     // No row of the block sees this subgroup's first key (subgroup-uniform): nothing to add.
     if (s0 >= p.tk || s0 >= visible(min(p.tq, i0 + BC) - 1u)) continue;
     [[unroll]] for (uint n = 0u; n < BC / 16u; ++n) {  // queries [i0 + 16 n, i0 + 16 n + 16)
       F32MAT st = F32MAT(0.0), dpt = F32MAT(0.0);  // S^T = K Q^T, dP^T = V dO^T (keys as rows)
       [[unroll]] for (uint d = 0u; d < NF; ++d) {
         F16MAT fq, fg;
-#ifdef DIRECT
-        coopMatLoadNV(fq, q8, QROW(i0 + 16u * n, d), p.q[3] / 8u, true);  // Q^T
-        coopMatLoadNV(fg, g8, GROW(i0 + 16u * n, d), p.g[3] / 8u, true);  // dO^T
-#else
         coopMatLoadNV(fq, As, (16u * n) * LDV + 2u * d, LDV, true);  // Q^T
         coopMatLoadNV(fg, Bs, (16u * n) * LDV + 2u * d, LDV, true);  // dO^T
-#endif
         st = coopMatMulAddNV(fk[d], fq, st);
         dpt = coopMatMulAddNV(fv[d], fg, dpt);
       }
       [[unroll]] for (uint e = 0u; e < 8u; ++e) {  // st becomes P~^T, dpt becomes dS^T
         const uint qi = 16u * n + COL(e), i = i0 + qi, j = key[HALF(e)];
         const bool seen = i < p.tq && j < p.tk && j < visible(i);
-        const float pr = seen ? exp(st[e] * p.scale - LS(qi)) : 0.0;
+        const float pr = seen ? exp(st[e] * p.scale - ls[qi]) : 0.0;
         const float mult = pr == 0.0 ? 0.0 : keep_factor(bh, i, j);
         st[e] = pr * mult;
-        dpt[e] = pr * (dpt[e] * mult - DRS(qi));
+        dpt[e] = pr * (dpt[e] * mult - drs[qi]);
       }
       const F16MAT fp = F16MAT(st), fs = F16MAT(dpt);
       [[unroll]] for (uint d = 0u; d < NF; ++d) {
         F16MAT fg, fq;
-#ifdef DIRECT
-        coopMatLoadNV(fg, g8, GROW(i0 + 16u * n, d), p.g[3] / 8u, false);  // dO rows n, columns d
-        coopMatLoadNV(fq, q8, QROW(i0 + 16u * n, d), p.q[3] / 8u, false);  // Q rows n, columns d
-#else
         coopMatLoadNV(fg, Bs, (16u * n) * LDV + 2u * d, LDV, false);  // dO rows n, columns d
         coopMatLoadNV(fq, As, (16u * n) * LDV + 2u * d, LDV, false);  // Q rows n, columns d
-#endif
         adv[d] = coopMatMulAddNV(fp, fg, adv[d]);
         adk[d] = coopMatMulAddNV(fs, fq, adk[d]);
       }

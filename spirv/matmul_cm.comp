@@ -12,8 +12,7 @@
 // so they store only their valid part (any M, N, K).
 // Variants (spirv/CMakeLists.txt): IN_F16 (f16 A/B storage; default f32, converted on load), OUT_F16 (f16 C),
 // VEC8 (with IN_F16: 16-byte loads of 8 halves; M, N, K, lda, ldb and batch strides multiples of 8, which vk/
-// checks), the tile (SG_M, SG_N, FM, FN), BK and STAGES, DIRECT (no staging: tile-aligned shapes only).
-// vk/matmul.cpp's tile table mirrors the tile variants.
+// checks), the tile (SG_M, SG_N, FM, FN), BK and STAGES. vk/matmul.cpp's tile table mirrors the tile variants.
 #version 450
 #extension GL_EXT_control_flow_attributes : require
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
@@ -60,9 +59,6 @@
 #ifndef PROBE
 #define PROBE 0     // timing probes only (1 shared, 2 regs; see main)
 #endif
-#ifndef DIRECT
-#define DIRECT 0    // fragments straight from global memory (tile-aligned M, N; K a multiple of 16)
-#endif
 #ifndef PREFETCH
 #define PREFETCH 1  // the next K step's slices are loaded into registers while the current one is multiplied
 #endif
@@ -108,10 +104,8 @@ layout(std430, binding = 2) writeonly buffer C { OUT_T c[]; };
 
 // A slices: row-major [BM][BK + PAD], or column-major [BK][BM + PAD] when A is transposed; B likewise. Offsets
 // are in halves; VEC8 arrays hold 8 halves per element (row strides are multiples of 8 halves).
-#if !DIRECT
 shared EL As[STAGES * STAGE_A / V];
 shared EL Bs[STAGES * STAGE_B / V];
-#endif
 shared float Cs[SG_M * SG_N * 256];  // one 16 x 16 f32 fragment per subgroup, for edge fragments
 
 // Staging pattern: consecutive invocations take consecutive addresses of the operand's memory (V halves each).
@@ -136,7 +130,6 @@ EL load_b(uint t, uint e, uint k0, uint kend, uint n0, uint bbase) {
   const uint n = n0 + r, kb = k0 + k;
   return (n < p.N && kb < kend) ? EL(b[(bbase + (TRANS_B ? n * p.ldb + kb : kb * p.ldb + n)) / V]) : EL(0);
 }
-#if !DIRECT
 void store_a(uint t, uint e, uint st, EL v) {
   uint r, k;
   slot(t, e, BM, !TRANS_A, r, k);
@@ -147,7 +140,6 @@ void store_b(uint t, uint e, uint st, EL v) {
   slot(t, e, BN, TRANS_B, r, k);
   Bs[(st * STAGE_B + soff(r, k, BN, TRANS_B)) / V] = v;
 }
-#endif
 #define LOAD_A(k0, e) load_a(t, e, k0, kend, m0, abase)
 #define LOAD_B(k0, e) load_b(t, e, k0, kend, n0, bbase)
 #define STORE_A(st, e, v) store_a(t, e, st, v)
@@ -188,44 +180,7 @@ void main() {
     [[unroll]] for (uint j = 0; j < FN; ++j) acc[i][j] = fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>(0.0);
 
   const uint steps = (kend - kbeg + BK - 1) / BK;
-#if DIRECT
-  // Fragments straight from global memory (L1/L2 serve the reuse across subgroups): no staging, no barriers. Only
-  // for M, N multiples of the tile and K (and split-K chunks) multiples of 16: vk::cm_tile never picks it otherwise.
-  // DIRECT 2 loads the next K step's fragments before multiplying the current ones (more registers, loads in flight).
-  const uint arow = m0 + wm, bcol = n0 + wn;
-#define FRAG_A(f, i, k)                                                                                          \
-  coopMatLoadNV(f, a, (abase + (TRANS_A ? (k) * p.lda + arow + 16 * (i) : (arow + 16 * (i)) * p.lda + (k))) / V,  \
-                p.lda / V, TRANS_A)
-#define FRAG_B(f, j, k)                                                                                          \
-  coopMatLoadNV(f, b, (bbase + (TRANS_B ? (bcol + 16 * (j)) * p.ldb + (k) : (k) * p.ldb + bcol + 16 * (j))) / V,  \
-                p.ldb / V, TRANS_B)
-#if DIRECT == 2
-  fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> fa[FM], fb[FN];
-  const uint k1 = kbeg < kend ? kbeg : 0;  // (vk/ never records an empty K slice; stay in range regardless)
-  [[unroll]] for (uint i = 0; i < FM; ++i) FRAG_A(fa[i], i, k1);
-  [[unroll]] for (uint j = 0; j < FN; ++j) FRAG_B(fb[j], j, k1);
-  for (uint k = kbeg; k < kend; k += 16) {
-    const uint kn = k + 16 < kend ? k + 16 : k;  // the last step reloads its own (in-range) fragments
-    fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> na[FM], nb[FN];
-    [[unroll]] for (uint i = 0; i < FM; ++i) FRAG_A(na[i], i, kn);
-    [[unroll]] for (uint j = 0; j < FN; ++j) FRAG_B(nb[j], j, kn);
-    [[unroll]] for (uint j = 0; j < FN; ++j)
-      [[unroll]] for (uint i = 0; i < FM; ++i) acc[i][j] = coopMatMulAddNV(fa[i], fb[j], acc[i][j]);
-    [[unroll]] for (uint i = 0; i < FM; ++i) fa[i] = na[i];
-    [[unroll]] for (uint j = 0; j < FN; ++j) fb[j] = nb[j];
-  }
-#else
-  for (uint k = kbeg; k < kend; k += 16) {
-    fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> fa[FM];
-    [[unroll]] for (uint i = 0; i < FM; ++i) FRAG_A(fa[i], i, k);
-    [[unroll]] for (uint j = 0; j < FN; ++j) {
-      fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> fb;
-      FRAG_B(fb, j, k);
-      [[unroll]] for (uint i = 0; i < FM; ++i) acc[i][j] = coopMatMulAddNV(fa[i], fb, acc[i][j]);
-    }
-  }
-#endif
-#elif PROBE
+#if PROBE
   // Timing probes of `alpha bench gpu --tiles` (wrong results by design): where the kernel's ceiling is.
 #if PROBE == 1  // shared: only the fragment loads and products of each step (no staging, no barriers)
   for (uint s = 0; s < steps; ++s) MULTIPLY((s & 1u) * 8u, (s & 1u) * 8u);  // shifted: the loads stay in the loop

@@ -283,15 +283,10 @@ TEST_CASE("vk attention f16, head size 64: every tensor-core and SIMT kernel mat
     const auto ap = params(c);
     const auto cf = on_cpu([&] { return ops::attention(in.q, in.k, in.v, ap); });
     const auto cb = on_cpu([&] { return ops::attention_backward(in.dout, in.q, in.k, in.v, cf.out, cf.lse, ap, c.views); });
-    // "direct": auto with ALPHA_VK_ATTENTION_DIRECT (attention_cmr's dk/dv kernel without staging; whole query
-    // blocks only).
-    for (const std::string mode : {"auto", "cm", "simt", "direct"}) {
+    for (const std::string mode : {"auto", "cm", "simt"}) {
       INFO("ALPHA_VK_ATTENTION mode: " << mode);
-      gpu().set_attention_mode(mode == "direct" ? "auto" : mode);
-      gpu().set_attention_direct(mode == "direct");
-      const std::string want =
-          mode == "auto" || mode == "direct" ? auto_kernel : mode == "cm" ? cm_kernel : "attention";
-      const bool direct = mode == "direct" && want == "attention_cmr" && c.Tq % 64 == 0;
+      gpu().set_attention_mode(mode);
+      const std::string want = mode == "auto" ? auto_kernel : mode == "cm" ? cm_kernel : "attention";
       gpu().sync();
       const auto k0 = gpu().runtime().kernel_counts();
       const auto gf = on_gpu([&] { return ops::attention(in.q, in.k, in.v, ap); });
@@ -309,14 +304,12 @@ TEST_CASE("vk attention f16, head size 64: every tensor-core and SIMT kernel mat
       for (const std::string k : {"attention_cmr", "attention_cm"}) {
         CHECK(ran(k + "_f16") == (want == k ? 1 : 0));
         CHECK(ran(k + "_dq_f16") == (want == k ? 1 : 0));
-        CHECK(ran(k + "_dkdv_f16") == (want == k && !direct ? 1 : 0));
+        CHECK(ran(k + "_dkdv_f16") == (want == k ? 1 : 0));
       }
-      CHECK(ran("attention_cmr_dkdv_direct_f16") == (direct ? 1 : 0));
       CHECK(ran("attention_f16") == (want == "attention" ? 1 : 0));
       CHECK(ran("attention_rowdot_f16") == 1);
     }
     gpu().set_attention_mode(vk::attention_mode_from_env());
-    gpu().set_attention_direct(vk::attention_direct_from_env());
   }
   expect_clean();
 }

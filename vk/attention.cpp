@@ -103,14 +103,6 @@ std::string attention_mode_from_env() {
   return e;
 }
 
-bool attention_direct_from_env() {
-  const char* e = std::getenv("ALPHA_VK_ATTENTION_DIRECT");
-  if (!e || !*e || std::strcmp(e, "0") == 0) return false;
-  if (std::strcmp(e, "1") != 0)
-    throw ValueError(fmt::format("[vk] ALPHA_VK_ATTENTION_DIRECT='{}' is not one of 0, 1", e));
-  return true;
-}
-
 void VulkanBackend::set_attention_mode(std::string mode) {
   if (mode != "auto" && mode != "cm" && mode != "simt")
     throw ValueError(fmt::format("[vk] attention mode '{}' is not one of auto, cm, simt", mode));
@@ -226,8 +218,7 @@ ops::AttentionGrads VulkanBackend::attention_backward(const Tensor& gin, const T
     rt_->run(kernel + "_dq_f16", {kCmGroup, uint32_t(D), kCmRows},
              {{bq, false}, {bk, false}, {bv, false}, {bg, false}, {bl, false}, {drow, false}, {bdq, true}}, pc,
              Runtime::grid(qg), 2.0 * work);
-    const bool direct = attention_direct_ && kernel == "attention_cmr" && Tq % kCmRows == 0;  // whole blocks
-    rt_->run(kernel + (direct ? "_dkdv_direct_f16" : "_dkdv_f16"), {kCmGroup, uint32_t(D), kCmRows},
+    rt_->run(kernel + "_dkdv_f16", {kCmGroup, uint32_t(D), kCmRows},
              {{bq, false}, {bk, false}, {bv, false}, {bg, false}, {bl, false}, {drow, false}, {bdk, true}, {bdv, true}},
              pc, Runtime::grid(kg), 3.0 * work);
     return r;

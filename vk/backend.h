@@ -28,27 +28,17 @@ MatmulMode matmul_mode_from_env();
 struct CmTile {
   const char* name;
   int64_t bm, bn, bk;
-  bool direct = false;  // fragments from global memory: M, N multiples of bm, bn and K of 16 only
 };
 std::span<const CmTile> cm_tiles();
-// Whether tile t computes an M x N x K product: staged tiles always; direct ones when M, N are multiples of the
-// tile and K of 16 (they load whole fragments from global memory, with no bounds checks).
-bool cm_tile_fits(const CmTile& t, int64_t M, int64_t N, int64_t K);
 // Timing probes of a tile's inner loop (wrong results by design): only `alpha bench gpu --tiles` runs them.
 std::span<const CmTile> cm_probes();
 // ALPHA_VK_CM_TILE=<name> forces one tile for every product (sweeps, tests); empty = chosen per shape.
 std::string cm_tile_from_env();
-// ALPHA_VK_CM_DIRECT=1: the direct tiles for tile-aligned products, =2 their prefetching variants (vk::VulkanBackend::
-// cm_tile); else 0.
-int cm_direct_from_env();
 // Attention kernels (vk/attention.cpp), ALPHA_VK_ATTENTION: "auto" = the fastest that applies (tensor-core
 // kernels with the softmax in registers, attention_cmr, where the device's accumulator layout is the one they
 // are written for; else attention_cm, scores through shared memory; both need f16, head size 64, NV cooperative
 // matrix), "cm" = never attention_cmr, "simt" = never tensor cores.
 std::string attention_mode_from_env();
-// ALPHA_VK_ATTENTION_DIRECT=1: attention_cmr's dk/dv kernel loads the query blocks' fragments from global memory
-// (no staging) where Tq is a multiple of 64; off by default until measured.
-bool attention_direct_from_env();
 
 class VulkanBackend : public Backend {
  public:
@@ -72,7 +62,6 @@ class VulkanBackend : public Backend {
   Runtime& runtime() { return *rt_; }
   void set_matmul_mode(MatmulMode m) { matmul_mode_ = m; }
   void set_attention_mode(std::string mode);  // auto | cm | simt (ValueError otherwise)
-  void set_attention_direct(bool on) { attention_direct_ = on; }  // ALPHA_VK_ATTENTION_DIRECT
   // The kernel family fused attention of `dtype`, head size D, runs with: "attention_cmr", "attention_cm" or
   // "attention".
   std::string attention_kernel(DType dtype, int64_t D) const;
@@ -87,8 +76,6 @@ class VulkanBackend : public Backend {
   // The block tile of the 16-byte-load coopmat kernel for a (batches x) M x N x K product (forced or by shape).
   const CmTile& cm_tile(int64_t M, int64_t N, int64_t K, int64_t batches) const;
   void set_cm_tile(std::string name);  // "" = by shape; else a kCmTiles name (throws ValueError otherwise)
-  // ALPHA_VK_CM_DIRECT=1|2 (or set_cm_direct): tile-aligned products take the direct tiles (opt-in until measured).
-  void set_cm_direct(int mode) { cm_direct_ = mode; }
   // K slices for split-K (1 = none): enough bm x bn workgroups to fill the GPU, slices >= kMinSplitK deep.
   int64_t matmul_splits(const std::string& kernel, int64_t M, int64_t N, int64_t K, int64_t batches,
                         int64_t bm = 128, int64_t bn = 128) const;
@@ -173,9 +160,7 @@ class VulkanBackend : public Backend {
   std::array<int64_t, 9> thresholds_{};
   MatmulMode matmul_mode_ = matmul_mode_from_env();
   std::string cm_tile_ = cm_tile_from_env();
-  int cm_direct_ = cm_direct_from_env();
   std::string attention_mode_ = attention_mode_from_env();
-  bool attention_direct_ = attention_direct_from_env();
   mutable int quad_layout_ = -1;  // coopmat_quad_layout(): -1 not probed yet
 };
 

@@ -38,9 +38,6 @@ constexpr CmTile kCmTiles[] = {
     {"128x128w8k64s1", 128, 128, 64}, {"128x128w4k64s1", 128, 128, 64}, {"128x64w4k64s1", 128, 64, 64},
     {"64x128w4k64s1", 64, 128, 64},   {"128x128w4k32s2", 128, 128, 32}, {"256x128w8k32s1", 256, 128, 32},
     {"64x64w4k64s1", 64, 64, 64},     {"128x64w4k64s1p0", 128, 64, 64}, {"64x64w4k64s1p0", 64, 64, 64},
-    {"128x128w4d", 128, 128, 64, true}, {"128x128w8d", 128, 128, 64, true}, {"128x64w4d", 128, 64, 64, true},
-    {"64x64w4d", 64, 64, 64, true},   {"128x128w8d2", 128, 128, 64, true}, {"128x64w4d2", 128, 64, 64, true},
-    {"64x64w4d2", 64, 64, 64, true},
 };
 
 // Timing probes (spirv/CMakeLists.txt): a tile's inner loop alone, for `alpha bench gpu --tiles`.
@@ -67,37 +64,10 @@ std::string cm_tile_from_env() {
   return tile_named(e).name;
 }
 
-int cm_direct_from_env() {
-  const char* e = std::getenv("ALPHA_VK_CM_DIRECT");
-  if (!e || !*e || std::strcmp(e, "0") == 0) return 0;
-  if (std::strcmp(e, "1") != 0 && std::strcmp(e, "2") != 0)
-    throw ValueError(fmt::format("[vk] ALPHA_VK_CM_DIRECT='{}' is not one of 0, 1, 2", e));
-  return e[0] - '0';
-}
-
 void VulkanBackend::set_cm_tile(std::string name) { cm_tile_ = name.empty() ? "" : tile_named(name).name; }
 
-bool cm_tile_fits(const CmTile& t, int64_t M, int64_t N, int64_t K) {
-  return !t.direct || (M % t.bm == 0 && N % t.bn == 0 && K % 16 == 0);
-}
-
 const CmTile& VulkanBackend::cm_tile(int64_t M, int64_t N, int64_t K, int64_t batches) const {
-  if (!cm_tile_.empty()) {
-    const CmTile& forced = tile_named(cm_tile_);
-    if (cm_tile_fits(forced, M, N, K)) return forced;  // a direct tile that does not fit: chosen below
-  }
-  if (cm_direct_) {  // the staged rule's shapes, from global memory where they fit
-    const std::string v = cm_direct_ == 2 ? "d2" : "d";  // 2: the prefetching variants (no 128 x 128 w4 one)
-    const std::string square = cm_direct_ == 2 ? "128x128w8d2" : "128x128w4d";
-    const CmTile& d = tile_named(M >= 4096 && N >= 4096 ? square : "128x64w4" + v);
-    if (cm_tile_fits(d, M, N, K)) {
-      const int64_t groups = cdiv(M, d.bm) * cdiv(N, d.bn) * batches;
-      const int64_t splits = matmul_splits("matmul_cm_f16", M, N, K, batches, d.bm, d.bn);
-      if (d.bn == 64 && groups * splits < kSmallGrid && cm_tile_fits(tile_named("64x64w4" + v), M, N, K))
-        return tile_named("64x64w4" + v);
-      return d;
-    }
-  }
+  if (!cm_tile_.empty()) return tile_named(cm_tile_);
   // From `alpha bench gpu --tiles` on an H100 (docs/PERFORMANCE.md): 128 x 64 tiles without the register prefetch
   // are the fastest or within ~5% at every GPT-2 shape (4096^3 195 TFLOP/s, like the prefetching 128 x 128); a grid
   // of under ~1.5 waves of them (GPT-2's 768-wide weight gradients) runs 64 x 64 tiles, 3 workgroups per SM.

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# GPU machine: `alpha train` steps on Vulkan (15, medians of steps 4-15; CONFIG, default shakespeare_char) for
-# several settings, with the per-kernel GPU time of the last step (metrics.profile), then (TORCH=N lines) the
-# PyTorch peer's step times in the same call. Example: the GPT-2 step with the default dispatch thresholds vs
+# GPU machine: `alpha train` steps on Vulkan (15, medians of steps 4-15; CONFIG, default shakespeare_char, always
+# on the char corpus) for several settings, with the per-kernel GPU time of the last step (metrics.profile), then
+# (TORCH=N lines) the PyTorch peer's step times in the same call. Example: the GPT-2 step with the default dispatch thresholds vs
 # the old fixed ones: CONFIG=gpu/configs/gpt2_124m.json bash gpu/step_speed.sh "auto||$S" "fixed||$S --set ..."
 # TOP=N lists the N costliest kernels (12). Usage (carry .gl and gpu): bash gpu/step_speed.sh "label|ENV=.. ENV2=..|--set k=v --set k2=v2" ...
 set -u
@@ -10,6 +10,7 @@ CONFIG=${CONFIG:-configs/shakespeare_char.json}
 for spec in "$@"; do
   IFS='|' read -r label envs sets <<< "$spec"
   env $envs timeout 240 gpu/alpha train $CONFIG --quiet --set data.path=gpu/tinyshakespeare.txt \
+    --set data.tokenizer=char --set data.val_fraction=0.1 \
     --set out_dir=$OUT/$label --set train.eval_interval=100000 --set train.eval_iters=1 --set train.sample_tokens=0 \
     --set train.log_interval=1 --set checkpoint.interval=100000 --set device=vulkan --set train.max_steps=${STEPS:-15} \
     --set metrics.profile=${PROFILE:-true} $sets > $OUT/$label.log 2>&1 || { echo "$label failed"; tail -5 $OUT/$label.log; continue; }
