@@ -154,14 +154,38 @@ double number_arg(const std::string& name, const std::string& v, double lo, doub
   return x;
 }
 
+constexpr const char* kBenchHelp =
+    R"(usage: alpha bench cpu [--json] [--kernels] [--gpt2] [--profile]
+       alpha bench gpu [--device D] [--config CONFIG] [--set k=v]... [--steps N] [--peak-tflops X] [--json]
+                       [--gemm M,K,N[,ta,tb]]... [--tiles] [--only gemm,kernels,attention,step] [--optim gpu|cpu]
+                       [--quick]
+
+bench cpu: CPU matmul GFLOP/s at GPT shapes and a transformer block's step time.
+  --kernels   per-kernel GB/s and GFLOP/s against this CPU's memory and FMA peaks
+  --gpt2      GPT-2 small forward + backward at B4 T256
+  --profile   --gpt2 plus one step's milliseconds per CPU op, with input shapes
+bench gpu: Vulkan timings (timestamps, warm-up, medians) for the config's model (default shakespeare_char).
+  --gemm      extra GEMM shapes;  --tiles  every cooperative-matrix block tile at every shape
+  --only      a comma list of gemm, kernels, attention, step
+  --optim     the step's optimizer state on the gpu (default) or cpu; optim.name picks adamw or muon
+  --steps N   timed training steps (10);  --peak-tflops X  the GPU's dense f16 peak, for the step's MFU
+  --quick     a smoke run: small cases, few repetitions
+--json prints one JSON object instead of the tables.
+)";
+
 int cmd_bench(const std::vector<std::string>& args) {
+  for (const std::string& a : args)
+    if (a == "--help" || a == "-h") {
+      std::fputs(kBenchHelp, stdout);
+      return kExitOk;
+    }
   ALPHA_CHECK(!args.empty() && (args[0] == "cpu" || args[0] == "gpu"), UsageError,
-              "[cli] usage: alpha bench cpu [--json] | alpha bench gpu [options] (see alpha --help)");
+              "[cli] usage: alpha bench cpu|gpu [options] (see alpha bench --help)");
   if (args[0] == "cpu") {
     bool json = false, kernels = false, gpt2 = false, profile = false;
     for (size_t i = 1; i < args.size(); ++i) {
       ALPHA_CHECK(args[i] == "--json" || args[i] == "--kernels" || args[i] == "--gpt2" || args[i] == "--profile",
-                  UsageError, "[cli] unknown option \"{}\" for bench cpu", args[i]);
+                  UsageError, "[cli] unknown option \"{}\" for bench cpu (see alpha bench --help)", args[i]);
       (args[i] == "--json" ? json : args[i] == "--kernels" ? kernels : args[i] == "--gpt2" ? gpt2 : profile) = true;
     }
     run_cpu_bench(json, kernels, gpt2, profile);
@@ -187,7 +211,7 @@ int cmd_bench(const std::vector<std::string>& args) {
     else if (a == "--optim") o.optim_device = value();
     else if (a == "--steps") o.steps = static_cast<int>(number_arg(a, value(), 1, 100000));
     else if (a == "--peak-tflops") o.peak_tflops = number_arg(a, value(), 0, 1e6);
-    else throw UsageError(fmt::format("[cli] unknown option \"{}\" for bench gpu", a));
+    else throw UsageError(fmt::format("[cli] unknown option \"{}\" for bench gpu (see alpha bench --help)", a));
   }
   if (!config_path.empty() || !overrides.empty()) {
     const Config cfg = config_path.empty() ? load_config_text("{}", overrides, "bench") : load_config(config_path, overrides);
