@@ -15,6 +15,8 @@ using namespace alpha::vktest;
 
 namespace {
 const std::vector<Shape> kShapes = {{1}, {3}, {17}, {65}, {4, 16}, {3, 17, 5}};
+// Per-kernel dispatch counts (Runtime::kernel_counts), set before the shared backend is built on first use.
+const bool kKernelCounts = setenv("ALPHA_VK_STATS", "1", 0) == 0;
 }
 
 TEST_CASE("vk binary same shape matches the CPU (add sub mul div, scalar and vec4 paths)") {
@@ -64,6 +66,32 @@ TEST_CASE("vk sum over the last dim and over a leading dim matches the CPU") {
         expect_close(on_gpu([&] { return ops::sum(x, d, keep); }), on_cpu([&] { return ops::sum(x, d, keep); }), 1e-5,
                      1e-5, shape_str(s) + " dim " + std::to_string(d));
   }
+  expect_clean();
+}
+
+TEST_CASE("vk column sums in fours (inner % 4 == 0) give the scalar kernel's bits, f32 and f16 input") {
+  REQUIRE(kKernelCounts);
+  GpuScope g;
+  // (outer, n, 8) sums in fours; the same data with a 9th column runs the scalar kernel (same 64-row chunks at
+  // these sizes): the first 8 sums must be bitwise equal, and both match the CPU.
+  for (const DType dt : {DType::f32, DType::f16})
+    for (const Shape& s : {Shape{5000, 8}, Shape{2, 300, 12}}) {
+      const int64_t d = static_cast<int64_t>(s.size()) - 2, w = s.back();
+      Shape s9 = s;
+      s9.back() = w + 1;
+      const Tensor x9 = randn(s9, 21).to(dt);
+      const Tensor x = ops::cat({x9.narrow(d + 1, 0, w)}, d + 1);  // the first w columns, contiguous
+      const std::string k = dt == DType::f16 ? "sum_cols4_f16in" : "sum_cols4_f32";
+      const auto runs = [&] { return gpu().runtime().kernel_counts().count(k) ? gpu().runtime().kernel_counts().at(k) : 0; };
+      const int64_t before = runs();
+      const Tensor g4 = on_gpu([&] { return ops::sum(x, d); }).to(DType::f32);
+      gpu().sync();
+      CHECK(runs() > before);
+      const Tensor g1 = on_gpu([&] { return ops::sum(x9, d); }).to(DType::f32).narrow(-1, 0, w).contiguous();
+      CHECK(g4.to_f64_vector() == g1.to_f64_vector());
+      expect_close(g4, on_cpu([&] { return ops::sum(x, d); }).to(DType::f32), dt == DType::f16 ? 1e-3 : 1e-5,
+                   dt == DType::f16 ? 2e-3 : 1e-5, shape_str(s) + " " + dtype_name(dt));
+    }
   expect_clean();
 }
 
