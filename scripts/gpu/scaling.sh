@@ -13,7 +13,7 @@ A=gpu-mpi/alpha
 C="gpu/configs/gpt2_124m.json --quiet --set data.path=gpu/tinyshakespeare.txt --set data.tokenizer=char
    --set data.val_fraction=0.1 --set train.grad_accum=1 --set train.eval_interval=100000 --set train.eval_iters=1
    --set train.sample_tokens=0 --set train.log_interval=1 --set checkpoint.interval=100000 --set device=vulkan
-   --set train.max_steps=${STEPS:-30}"  # AdamW on the CPU: several ranks refuse optim.device gpu (docs/distributed.md)
+   --set train.max_steps=${STEPS:-30} --set optim.device=${OPTIM_DEVICE:-gpu}"  # AdamW state on each GPU (cpu: host)
 for n in $NS; do
   echo "== alpha, $n rank(s)"
   ALPHA_NUM_THREADS=$(( $(nproc) / n )) timeout 400 $MPIRUN -np $n --bind-to none $A train $C --set out_dir=$OUT/alpha$n \

@@ -21,9 +21,10 @@ DataParallel::DataParallel(const Config& cfg, const GPT& model)
   for (const Tensor& p : params) full_bytes_ += 2 * p.numel() * static_cast<int64_t>(sizeof(float));
   held_bytes_ = full_bytes_;
   if (size_ == 1) return;
-  ALPHA_CHECK(cfg.optim.device != "gpu", ConfigError,
-              "[config] \"optim.device\" \"gpu\" does not run on several MPI ranks yet (the gradient all-reduce "
-              "goes through the host): use optim.device cpu");
+  // The GPU optimizer takes the all-reduced gradients from the host (uploaded by its first kernel); ZeRO's
+  // per-rank state shards are host tensors, so they need the CPU one.
+  ALPHA_CHECK(cfg.optim.device != "gpu" || cfg.optim.zero == 0, ConfigError,
+              "[config] \"optim.zero\" 1 shards the host optimizer state: use optim.device cpu with it");
   if (cfg.model.dropout > 0) {  // one forward on a dummy batch counts the dropout draws of a micro-batch
     ag::NoGrad no_grad;
     Rng probe(0);

@@ -407,7 +407,8 @@ void TrainingRun::update(StepOutcome& s, int64_t step) {
   } else if (gpu_optimizer_) {
     gpu_optimizer_->clip_and_step(s.lr, cfg_.optim.grad_clip, scaler_ ? 1.0 / scaler_->scale() : 1.0);
     const vk::GpuAdamW::Stats g = gpu_optimizer_->read_stats();  // the step's one host read: loss + grad norm
-    s.loss_sum = g.loss;
+    bool no_stop = false;  // stopping was agreed in forward_backward; this sums the GPU-held losses of the ranks
+    s.loss_sum = dp_->reduce_loss(g.loss, no_stop);
     s.grad_norm = g.grad_norm;
     gpu_vetoed = g.skipped;
     if (scaler_) {  // the CPU branch's scaler logic, on the GPU's finite check of the unscaled grads

@@ -1,6 +1,7 @@
 // Data-parallel training end to end (issue 17): `mpirun -np 2 alpha train` against one process.
 //  - equivalence: 2 ranks x batch B and 1 process x grad_accum 2 x B give the same loss curve (1e-6 relative,
-//    50 steps) and eval losses, on the CPU and on a Vulkan device (lavapipe in CI, every op on the GPU);
+//    50 steps) and eval losses, on the CPU and on a Vulkan device (lavapipe in CI, every op on the GPU), also
+//    with the GPU optimizer (f16 AdamW, Muon);
 //  - 2 ranks reproduce their own bits run to run, and an interrupted + resumed 2-rank run equals a straight one;
 //  - faults: a rank killed by SIGKILL, a rank that throws, and a rank that hangs (watchdog) all end the job
 //    with a non-zero status within seconds, and the checkpoint `latest` names loads and is complete.
@@ -115,6 +116,19 @@ TEST_CASE("2 CPU ranks x B equal 1 process x grad_accum 2 x B, and reproduce the
 TEST_CASE("2 Vulkan ranks (lavapipe in CI) x B equal 1 process x grad_accum 2 x B") {
   // Every op on the Vulkan device (thresholds 0), or lavapipe's size thresholds would keep a tiny model on the CPU.
   check_equivalence("--set device=vulkan --set dispatch.threshold=0 --set dispatch.matmul_threshold=0");
+}
+
+TEST_CASE("2 Vulkan ranks with the GPU optimizer (f16 AdamW; Muon) equal 1 process x grad_accum 2") {
+  // The all-reduced gradients reach the GPU optimizer from the host; its GPU-summed loss is summed over the ranks.
+  const std::string gpu = "--set device=vulkan --set dispatch.threshold=0 --set dispatch.matmul_threshold=0 "
+                          "--set optim.device=gpu ";
+  check_equivalence(gpu + "--set model.precision=f16");
+  check_equivalence(gpu + "--set optim.name=muon");
+  // ZeRO's shards are host tensors: refused with a config error, not a wrong run.
+  TempDir dir("alpha_mpi_gpu_zero");
+  const Run r = train(dir.path, "z", 2, gpu + "--set optim.zero=1");
+  CHECK(r.status == 2);
+  CHECK(log_of(dir.path, "z").find("\"optim.zero\" 1 shards the host optimizer state") != std::string::npos);
 }
 
 TEST_CASE("dropout: each rank takes the single process's dropout stream for its micro-batches") {
