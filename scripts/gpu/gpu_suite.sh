@@ -5,9 +5,17 @@
 set -u
 source "$(dirname "$0")/setup.sh"
 tests=${*:-test_vk test_vk_gpt test_vk_attention test_vk_adamw test_vk_muon test_vk_f16}
+# One suite run: its assertion summary, and on a failure the failing checks (the whole log stays in $OUT).
+suite() {
+  local label=$1 limit=$2 log="$OUT/${1// /_}.log"; shift 2
+  timeout "$limit" "$@" > "$log" 2>&1
+  local rc=$? summary
+  summary=$(grep -a '^\[doctest\] assertions' "$log" | tail -1)
+  echo "== $label: ${summary:-no summary (exit $rc; 124: timed out)}"
+  grep -a -A4 'ERROR' "$log" | head -40
+}
 for t in $tests; do
-  echo "== $t: $(timeout 120 gpu/$t 2>/dev/null | tail -2 | head -1)"
-  [ "${VALIDATION:-1}" = 0 ] ||
-    echo "== $t + validation: $(ALPHA_VK_VALIDATION=1 timeout 200 gpu/$t 2>/dev/null | tail -2 | head -1)"
+  suite "$t" 120 gpu/$t
+  [ "${VALIDATION:-1}" = 0 ] || ALPHA_VK_VALIDATION=1 suite "$t + validation" 200 gpu/$t
 done
-echo "== test_vk_shapes B=64: $(ALPHA_SHAPES_B=64 timeout 200 gpu/test_vk_shapes 2>/dev/null | tail -2 | head -1)"
+ALPHA_SHAPES_B=64 suite "test_vk_shapes B=64" 200 gpu/test_vk_shapes
