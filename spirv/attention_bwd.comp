@@ -13,8 +13,18 @@
 #include "attention.glsl"
 
 #if defined(ROWDOT)
-layout(std430, binding = 0) readonly buffer O { ST o[]; };
-layout(std430, binding = 1) readonly buffer G { ST g[]; };
+// VEC4 (every offset and stride of O and dO a multiple of 4; vk/attention.cpp checks): 8/16-byte loads, a quarter of
+// the load instructions of rows that sit H*D elements apart, and the same adds in the same order. `precise`: no
+// fused multiply-add in either variant, so both give the same bits on every driver.
+#if defined(VEC4) && defined(F16)
+#define VT f16vec4
+#elif defined(VEC4)
+#define VT vec4
+#else
+#define VT ST
+#endif
+layout(std430, binding = 0) readonly buffer O { VT o[]; };
+layout(std430, binding = 1) readonly buffer G { VT g[]; };
 layout(std430, binding = 2) writeonly buffer DR { float drow[]; };
 
 void main() {
@@ -22,8 +32,18 @@ void main() {
   if (r >= p.rows) return;
   const uint bh = r / p.tq, i = r % p.tq, b = bh / p.H, h = bh % p.H;
   const uint ob = p.q[0] + b * p.q[1] + h * p.q[2] + i * p.q[3], gb = p.g[0] + b * p.g[1] + h * p.g[2] + i * p.g[3];
-  float s = 0.0;
+  precise float s = 0.0;
+#ifdef VEC4
+  for (uint c = 0; c < D4; ++c) {
+    const vec4 x = vec4(o[ob / 4u + c]), y = vec4(g[gb / 4u + c]);
+    s += x.x * y.x;
+    s += x.y * y.y;
+    s += x.z * y.z;
+    s += x.w * y.w;
+  }
+#else
   for (uint c = 0; c < HEAD_DIM; ++c) s += LOAD(o[ob + c]) * LOAD(g[gb + c]);
+#endif
   drow[r] = s;
 }
 

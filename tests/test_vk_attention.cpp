@@ -108,6 +108,36 @@ TEST_CASE("vk attention forward and backward match the CPU at awkward sizes") {
   expect_clean();
 }
 
+TEST_CASE("vk attention row dots in fours give the scalar kernel's bits (f32, f16)") {
+  GpuScope g;
+  const Case c{2, 3, 37, 37, 64, true, 0.1, false};
+  for (const DType dt : {DType::f32, DType::f16}) {
+    INFO(dtype_name(dt));
+    Inputs in = make_inputs(c);
+    for (Tensor* t : {&in.q, &in.k, &in.v, &in.dout}) *t = t->to(dt);
+    const auto ap = params(c);
+    const auto f = on_gpu([&] { return ops::attention(in.q, in.k, in.v, ap); });
+    // The same O behind an offset of 1 and rows D + 1 apart: the scalar row-dot kernel reads it.
+    const Tensor pad = Tensor::zeros({c.B, c.H, c.Tq, 1}, dt);
+    const Tensor o_odd = ops::cat({pad, f.out.contiguous()}, 3).narrow(3, 1, c.D);
+    const auto runs = [&](const std::string& k) {
+      const auto& m = gpu().runtime().kernel_counts();
+      return m.count(k) ? m.at(k) : int64_t{0};
+    };
+    const std::string k4 = std::string("attention_rowdot_") + dtype_name(dt) + "_vec4";
+    const int64_t v0 = runs(k4);
+    const auto b4 = on_gpu([&] { return ops::attention_backward(in.dout, in.q, in.k, in.v, f.out, f.lse, ap); });
+    CHECK(runs(k4) == v0 + 1);
+    const auto b1 = on_gpu([&] { return ops::attention_backward(in.dout, in.q, in.k, in.v, o_odd, f.lse, ap); });
+    CHECK(runs(k4) == v0 + 1);  // the odd layout took the scalar kernel
+    CHECK(b4.dq.to_f64_vector() == b1.dq.to_f64_vector());
+    CHECK(b4.dk.to_f64_vector() == b1.dk.to_f64_vector());
+    CHECK(b4.dv.to_f64_vector() == b1.dv.to_f64_vector());
+    CHECK(b4.dq.to_f64_vector() != std::vector<double>(size_t(b4.dq.numel()), 0.0));  // the gradients are live
+  }
+  expect_clean();
+}
+
 TEST_CASE("vk attention dropout drops exactly the CPU's probabilities") {
   GpuScope g;
   // v = identity rows (Tk = D): out row i is row i of the dropped and scaled probabilities.
@@ -307,7 +337,7 @@ TEST_CASE("vk attention f16, head size 64: every tensor-core and SIMT kernel mat
         CHECK(ran(k + "_dkdv_f16") == (want == k ? 1 : 0));
       }
       CHECK(ran("attention_f16") == (want == "attention" ? 1 : 0));
-      CHECK(ran("attention_rowdot_f16") == 1);
+      CHECK(ran("attention_rowdot_f16") + ran("attention_rowdot_f16_vec4") == 1);
     }
     gpu().set_attention_mode(vk::attention_mode_from_env());
   }

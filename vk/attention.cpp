@@ -6,6 +6,7 @@
 // in registers) where the probed fragment layout allows, else spirv/attention_cm.comp.
 //
 // Dimension legend: B batch, H heads, Tq query rows, Tk keys, D head size.
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdlib>
@@ -190,8 +191,10 @@ ops::AttentionGrads VulkanBackend::attention_backward(const Tensor& gin, const T
   const auto drow = rt_->scratch(uint64_t(pc.rows) * 4);
   pc::AttentionPC rpc = pc;
   view_layout(o, rpc.q);
-  rt_->run("attention_rowdot" + sfx(q), {128, uint32_t(D), 1}, {{bo, false}, {bg, false}, {drow, true}}, rpc,
-           Runtime::grid_for(pc.rows, 128), double(pc.rows) * double(D));
+  const bool vec4 = std::all_of(rpc.q, rpc.q + 4, [](uint32_t x) { return x % 4 == 0; }) &&
+                    std::all_of(pc.g, pc.g + 4, [](uint32_t x) { return x % 4 == 0; });  // D % 4 == 0 above
+  rt_->run("attention_rowdot" + sfx(q) + (vec4 ? "_vec4" : ""), {128, uint32_t(D), 1},
+           {{bo, false}, {bg, false}, {drow, true}}, rpc, Runtime::grid_for(pc.rows, 128), double(pc.rows) * double(D));
 
   ops::AttentionGrads r;
   std::shared_ptr<GpuBuffer> bdq, bdk, bdv;
