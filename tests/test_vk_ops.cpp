@@ -15,7 +15,8 @@ TEST_CASE("vk cross-entropy forward and backward match the reference, ignore_ind
   struct Case {
     int64_t N, V;
   };
-  for (const Case c : {Case{1, 1}, Case{3, 17}, Case{17, 65}, Case{5, 300}, Case{4, 3}}) {
+  // V % 4 == 0 (300, 2052) reads 4 logits per load; 2052 gives each invocation several quads (running-max updates).
+  for (const Case c : {Case{1, 1}, Case{3, 17}, Case{17, 65}, Case{5, 300}, Case{3, 2052}, Case{4, 3}}) {
     // The last case has large logits: lse near 1e3 must survive the f32 <-> f64 bit conversion.
     const Tensor logits = c.V == 3 ? randn({c.N, c.V}, 53, 1000.0) : randn({c.N, c.V}, 50, 3.0);
     Rng rng(51);
@@ -50,6 +51,22 @@ TEST_CASE("vk cross-entropy forward and backward match the reference, ignore_ind
     const Tensor host_lse = Tensor::from_vector(lse, {c.N});
     const Tensor d2 = on_gpu([&] { return ops::cross_entropy_backward(logits, targets, host_lse, dloss, count, -1); });
     expect_close(d2, dx, {c.N, c.V}, 1e-4, 1e-6, what + " dlogits (host lse)");
+  }
+  expect_clean();
+}
+
+TEST_CASE("vk cross-entropy: a NaN logit makes the loss NaN (scalar and 4-wide rows)") {
+  GpuScope g;
+  for (const int64_t V : {17, 300}) {
+    std::vector<float> v(static_cast<size_t>(2 * V), 0.5f);
+    v[static_cast<size_t>(V + 7)] = std::nanf("");  // row 1
+    const Tensor logits = Tensor::from_vector(v, {2, V});
+    const Tensor targets = Tensor::from_vector(std::vector<int32_t>{1, 2}, {2});
+    const auto out = on_gpu([&] { return ops::cross_entropy(logits, targets, -1); });
+    CHECK(std::isnan(out.loss.item()));
+    const auto lse = out.lse.to_f64_vector();
+    CHECK(std::abs(lse[0] - (0.5 + std::log(double(V)))) < 1e-5);  // the clean row is untouched
+    CHECK(std::isnan(lse[1]));
   }
   expect_clean();
 }

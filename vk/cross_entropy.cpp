@@ -33,7 +33,7 @@ ops::CrossEntropyOut VulkanBackend::cross_entropy(const Tensor& logits, const Te
   ops::CrossEntropyOut out{rt_->output({}), rt_->output({rows}, DType::f64), count};
   const auto row_loss = rt_->scratch(uint64_t(rows) * 4);
   const pc::CrossEntropyPC pc{uint32_t(rows), uint32_t(cols), int32_t(ignore_index), 1.0f};
-  rt_->run("cross_entropy" + sfx(logits), {kWG},
+  rt_->run("cross_entropy" + sfx(logits) + (cols % 4 == 0 ? "_vec4" : ""), {kWG},
            {{bx, false}, {bt, false}, {Runtime::buffer_of(out.lse), true}, {row_loss, true}}, pc, Runtime::grid(rows),
            4.0 * double(logits.numel()));
   record_sum(row_loss, Runtime::buffer_of(out.loss), 1, uint32_t(rows), 1, static_cast<float>(1.0 / double(count)));
