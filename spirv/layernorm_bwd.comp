@@ -2,6 +2,8 @@
 // Default: dx, one workgroup per row: dx = rstd * (g - mean(g) - xhat * mean(g * xhat)).
 // PARAMS: dw[c] = sum_r dy * xhat, db[c] = sum_r dy as partial sums over chunks of rows: one invocation per
 // (chunk, column), rows summed in order into (chunks, cols); vk/ sums the chunks (deterministic, no atomics).
+// PARAMS VEC4 (cols % 4 == 0): 4 adjacent columns per invocation through 8/16-byte loads, each column's rows in
+// the same order, so the same bits.
 // F16: dy, x, w, dx stored f16; mean, rstd and the dw/db partials stay f32; math f32.
 #version 450
 #include "f16.glsl"
@@ -10,8 +12,16 @@
 
 layout(push_constant) uniform Push { LayerNormPC p; };
 
+#if defined(PARAMS) && defined(VEC4) && defined(F16)
+layout(std430, binding = 0) readonly buffer DY { f16vec4 dy[]; };
+layout(std430, binding = 1) readonly buffer X { f16vec4 x[]; };
+#elif defined(PARAMS) && defined(VEC4)
+layout(std430, binding = 0) readonly buffer DY { vec4 dy[]; };
+layout(std430, binding = 1) readonly buffer X { vec4 x[]; };
+#else
 layout(std430, binding = 0) readonly buffer DY { ST dy[]; };
 layout(std430, binding = 1) readonly buffer X { ST x[]; };
+#endif
 layout(std430, binding = 2) readonly buffer M { float mean[]; };
 layout(std430, binding = 3) readonly buffer R { float rstd[]; };
 
@@ -19,12 +29,31 @@ layout(std430, binding = 3) readonly buffer R { float rstd[]; };
 layout(std430, binding = 4) writeonly buffer DW { float dw[]; };
 layout(std430, binding = 5) writeonly buffer DB { float db[]; };  // a dummy when !has_b
 
+#ifdef VEC4
+void main() {
+  const uint chunks = (p.rows + p.chunk - 1) / p.chunk, q = p.cols / 4u;  // q: column quads per row
+  const uint i = linear_id();
+  if (i >= chunks * q) return;
+  const uint c4 = i % q, ch = i / q, r1 = min(p.rows, (ch + 1) * p.chunk);
+  precise vec4 sw = vec4(0.0), sb = vec4(0.0);  // precise: no fused multiply-add in either variant
+  for (uint r = ch * p.chunk; r < r1; ++r) {
+    const vec4 g = vec4(dy[r * q + c4]);
+    sw += g * (vec4(x[r * q + c4]) - mean[r]) * rstd[r];
+    sb += g;
+  }
+  const uint o = ch * p.cols + 4u * c4;  // the scalar kernel's index of column 4 * c4
+  for (uint e = 0u; e < 4u; ++e) {
+    if (p.has_w != 0) dw[o + e] = sw[e];
+    if (p.has_b != 0) db[o + e] = sb[e];
+  }
+}
+#else
 void main() {
   const uint chunks = (p.rows + p.chunk - 1) / p.chunk;
   const uint i = linear_id();
   if (i >= chunks * p.cols) return;
   const uint c = i % p.cols, r1 = min(p.rows, (i / p.cols + 1) * p.chunk);
-  float sw = 0.0, sb = 0.0;
+  precise float sw = 0.0, sb = 0.0;
   for (uint r = (i / p.cols) * p.chunk; r < r1; ++r) {
     const float g = float(dy[r * p.cols + c]);
     sw += g * (float(x[r * p.cols + c]) - mean[r]) * rstd[r];
@@ -33,6 +62,7 @@ void main() {
   if (p.has_w != 0) dw[i] = sw;
   if (p.has_b != 0) db[i] = sb;
 }
+#endif
 #else
 layout(std430, binding = 4) readonly buffer W { ST w[]; };  // a dummy when !has_w
 layout(std430, binding = 5) writeonly buffer DX { ST dx[]; };

@@ -206,6 +206,29 @@ TEST_CASE("vk layernorm forward and backward match the reference (with and witho
   expect_clean();
 }
 
+TEST_CASE("vk layernorm dw/db in fours (cols % 4 == 0) give the scalar kernel's bits, f32 and f16") {
+  GpuScope g;
+  // dw, db of a column depend on that column's x, dy and each row's mean, rstd only: (130, 8) in fours and the same
+  // data with a 9th column (the scalar kernel), given the same mean and rstd, must agree bitwise (3 row chunks).
+  for (const DType dt : {DType::f32, DType::f16}) {
+    const Tensor x9 = randn({130, 9}, 34, 2.0).to(dt), dy9 = randn({130, 9}, 35).to(dt), w9 = randn({9}, 36).to(dt);
+    const auto first8 = [](const Tensor& t) { return ops::cat({t.narrow(-1, 0, 8)}, -1); };
+    const Tensor x = first8(x9), dy = first8(dy9), w = first8(w9);
+    const auto out = on_gpu([&] { return ops::layernorm(x, w, Tensor(), 1e-5); });
+    const std::string k = std::string("layernorm_bwd_dwdb_") + dtype_name(dt) + "_vec4";
+    const auto runs = [&] { return gpu().runtime().kernel_counts().count(k) ? gpu().runtime().kernel_counts().at(k) : 0; };
+    const int64_t before = runs();
+    const auto g4 = on_gpu([&] { return ops::layernorm_backward(dy, x, w, out.mean, out.rstd, true); });
+    CHECK(runs() == before + 1);
+    const auto g1 = on_gpu([&] { return ops::layernorm_backward(dy9, x9, w9, out.mean, out.rstd, true); });
+    CHECK(runs() == before + 1);
+    CHECK(g4.dw.to_f64_vector() == g1.dw.narrow(0, 0, 8).contiguous().to_f64_vector());
+    CHECK(g4.db.to_f64_vector() == g1.db.narrow(0, 0, 8).contiguous().to_f64_vector());
+    CHECK(g4.db.to_f64_vector() != std::vector<double>(8, 0.0));
+  }
+  expect_clean();
+}
+
 TEST_CASE("vk gelu forward and backward match the tanh-approximation reference") {
   GpuScope g;
   for (const auto& s : kShapes) {

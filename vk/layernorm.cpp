@@ -57,8 +57,11 @@ ops::LayerNormGrads VulkanBackend::layernorm_backward(const Tensor& dy, const Te
       return chunks > 1 ? rt_->scratch(part_bytes) : Runtime::buffer_of(t);
     };
     const auto pw = target(w.defined(), g.dw), pb = target(has_bias, g.db);
-    rt_->run("layernorm_bwd_dwdb" + sfx(x), {kWG}, {{bdy, false}, {bx, false}, {bm, false}, {br, false}, {pw, true}, {pb, true}},
-             pc, Runtime::grid_for(uint64_t(chunks) * uint64_t(cols), kWG), 4.0 * double(x.numel()));
+    // Columns in fours where they divide (8/16-byte loads; each column's rows in the same order: same bits).
+    const uint32_t vec = cols % 4 == 0 ? 4 : 1;
+    rt_->run("layernorm_bwd_dwdb" + sfx(x) + (vec == 4 ? "_vec4" : ""), {kWG},
+             {{bdy, false}, {bx, false}, {bm, false}, {br, false}, {pw, true}, {pb, true}}, pc,
+             Runtime::grid_for(uint64_t(chunks) * uint64_t(cols) / vec, kWG), 4.0 * double(x.numel()));
     if (chunks > 1) {
       if (w.defined()) record_sum(pw, Runtime::buffer_of(g.dw), 1, chunks, uint32_t(cols), 1.0f);
       if (has_bias) record_sum(pb, Runtime::buffer_of(g.db), 1, chunks, uint32_t(cols), 1.0f);
