@@ -3,25 +3,26 @@
 // PARAMS: dw[c] = sum_r dy * xhat, db[c] = sum_r dy as partial sums over chunks of rows: one invocation per
 // (chunk, column), rows summed in order into (chunks, cols); vk/ sums the chunks (deterministic, no atomics).
 // PARAMS VEC4 (cols % 4 == 0): 4 adjacent columns per invocation through 8/16-byte loads, each column's rows in
-// the same order, so the same bits.
+// the same order, so the same bits. dx VEC4 (cols % 4 == 0, cols <= 4 * WG * MAXQ): the row's dy and x quads
+// read once into registers for both passes.
 // F16: dy, x, w, dx stored f16; mean, rstd and the dw/db partials stay f32; math f32.
 #version 450
+#extension GL_EXT_control_flow_attributes : require
 #include "f16.glsl"
 #include "common.glsl"
 #include "push_constants.h"
 
 layout(push_constant) uniform Push { LayerNormPC p; };
 
-#if defined(PARAMS) && defined(VEC4) && defined(F16)
-layout(std430, binding = 0) readonly buffer DY { f16vec4 dy[]; };
-layout(std430, binding = 1) readonly buffer X { f16vec4 x[]; };
-#elif defined(PARAMS) && defined(VEC4)
-layout(std430, binding = 0) readonly buffer DY { vec4 dy[]; };
-layout(std430, binding = 1) readonly buffer X { vec4 x[]; };
+#if defined(VEC4) && defined(F16)
+#define VT f16vec4
+#elif defined(VEC4)
+#define VT vec4
 #else
-layout(std430, binding = 0) readonly buffer DY { ST dy[]; };
-layout(std430, binding = 1) readonly buffer X { ST x[]; };
+#define VT ST
 #endif
+layout(std430, binding = 0) readonly buffer DY { VT dy[]; };
+layout(std430, binding = 1) readonly buffer X { VT x[]; };
 layout(std430, binding = 2) readonly buffer M { float mean[]; };
 layout(std430, binding = 3) readonly buffer R { float rstd[]; };
 
@@ -64,11 +65,38 @@ void main() {
 }
 #endif
 #else
-layout(std430, binding = 4) readonly buffer W { ST w[]; };  // a dummy when !has_w
-layout(std430, binding = 5) writeonly buffer DX { ST dx[]; };
+layout(std430, binding = 4) readonly buffer W { VT w[]; };  // a dummy when !has_w
+layout(std430, binding = 5) writeonly buffer DX { VT dx[]; };
 
 shared float red[WG];
 #include "reduce.glsl"
+
+#ifdef VEC4
+#define MAXQ 8u  // quads per invocation: rows of up to 1024 columns with 32-wide workgroups
+void main() {
+  const uint r = linear_group();
+  if (r >= p.rows) return;
+  const uint q = p.cols / 4u, base = r * q, t = gl_LocalInvocationID.x;
+  const float mu = mean[r], rs = rstd[r];
+  vec4 gs[MAXQ], xh[MAXQ];  // g = dy * w and xhat per quad
+  float s1 = 0.0, s2 = 0.0;
+  [[unroll]] for (uint k = 0u; k < MAXQ; ++k) {
+    const uint j = t + k * WG;
+    const bool in_row = j < q;
+    gs[k] = in_row ? vec4(dy[base + j]) * (p.has_w != 0 ? vec4(w[j]) : vec4(1.0)) : vec4(0.0);
+    xh[k] = in_row ? (vec4(x[base + j]) - mu) * rs : vec4(0.0);
+    s1 += (gs[k].x + gs[k].y) + (gs[k].z + gs[k].w);
+    const vec4 gx = gs[k] * xh[k];
+    s2 += (gx.x + gx.y) + (gx.z + gx.w);
+  }
+  const float mg = wg_sum(s1) / float(p.cols);
+  const float mgx = wg_sum(s2) / float(p.cols);
+  [[unroll]] for (uint k = 0u; k < MAXQ; ++k) {
+    const uint j = t + k * WG;
+    if (j < q) dx[base + j] = VT(rs * (gs[k] - mg - xh[k] * mgx));
+  }
+}
+#else
 
 void main() {
   const uint r = linear_group();
@@ -88,4 +116,5 @@ void main() {
     dx[base + j] = ST(rs * (g - mg - (float(x[base + j]) - mu) * rs * mgx));
   }
 }
-#endif
+#endif  // VEC4
+#endif  // PARAMS

@@ -159,7 +159,8 @@ TEST_CASE("vk softmax (plain and causal) and its backward match the reference") 
 
 TEST_CASE("vk layernorm forward and backward match the reference (with and without affine params)") {
   GpuScope g;
-  for (const Shape& s : {Shape{1, 1}, Shape{3, 17}, Shape{2, 3, 65}, Shape{5, 300}}) {
+  // C % 4 == 0 up to 1024: rows held in registers as quads (300, 1024); 1028: the scalar 128-wide kernels.
+  for (const Shape& s : {Shape{1, 1}, Shape{3, 17}, Shape{2, 3, 65}, Shape{5, 300}, Shape{3, 1024}, Shape{2, 1028}}) {
     const int64_t C = s.back(), N = shape_numel(s) / C;
     const Tensor x = randn(s, 30, 2.0), dy = randn(s, 31);
     for (bool affine : {true, false}) {

@@ -11,6 +11,8 @@ constexpr uint32_t kWG = 128;
 // Rows of up to 1024 columns (GPT widths) run one subgroup-sized workgroup per row: a 128-wide tree reduction
 // over 3-6 elements per invocation was mostly barriers (H100 GPT-2 step: 2.3 ms of LayerNorm).
 uint32_t row_wg(int64_t cols) { return cols <= 1024 ? 32 : kWG; }
+// Rows a 32-wide workgroup keeps in registers, 8 quads per invocation (the shaders' MAXQ): 8/16-byte loads, one read.
+const char* row_vec(int64_t cols) { return cols % 4 == 0 && cols <= 4 * 32 * 8 ? "_vec4" : ""; }
 constexpr uint32_t kRowChunk = 64;  // dw/db: rows per partial sum (~100K invocations at GPT-2 sizes; 256 left them latency-bound)
 }
 
@@ -24,7 +26,7 @@ ops::LayerNormOut VulkanBackend::layernorm(const Tensor& x, const Tensor& w, con
   ops::LayerNormOut out{rt_->output(x.shape(), x.dtype()), rt_->output(row_shape), rt_->output(row_shape)};
   const pc::LayerNormPC pc{uint32_t(rows), uint32_t(cols), static_cast<float>(eps), w.defined() ? 1u : 0u,
                            b.defined() ? 1u : 0u, 0};
-  rt_->run("layernorm" + sfx(x), {row_wg(cols)},
+  rt_->run("layernorm" + sfx(x) + row_vec(cols), {row_wg(cols)},
            {{bx, false}, {bw, false}, {bb, false}, {Runtime::buffer_of(out.y), true},
             {Runtime::buffer_of(out.mean), true}, {Runtime::buffer_of(out.rstd), true}},
            pc, Runtime::grid(rows), 8.0 * double(x.numel()));
@@ -41,7 +43,7 @@ ops::LayerNormGrads VulkanBackend::layernorm_backward(const Tensor& dy, const Te
   ops::LayerNormGrads g;
   g.dx = rt_->output(x.shape(), x.dtype());
   const pc::LayerNormPC pc{uint32_t(rows), uint32_t(cols), 0.0f, w.defined() ? 1u : 0u, has_bias ? 1u : 0u, kRowChunk};
-  rt_->run("layernorm_bwd_dx" + sfx(x), {row_wg(cols)},
+  rt_->run("layernorm_bwd_dx" + sfx(x) + row_vec(cols), {row_wg(cols)},
            {{bdy, false}, {bx, false}, {bm, false}, {br, false}, {bw, false}, {Runtime::buffer_of(g.dx), true}}, pc,
            Runtime::grid(rows), 10.0 * double(x.numel()));
   if (w.defined() || has_bias) {
