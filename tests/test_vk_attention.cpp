@@ -120,16 +120,12 @@ TEST_CASE("vk attention row dots in fours give the scalar kernel's bits (f32, f1
     // The same O behind an offset of 1 and rows D + 1 apart: the scalar row-dot kernel reads it.
     const Tensor pad = Tensor::zeros({c.B, c.H, c.Tq, 1}, dt);
     const Tensor o_odd = ops::cat({pad, f.out.contiguous()}, 3).narrow(3, 1, c.D);
-    const auto runs = [&](const std::string& k) {
-      const auto& m = gpu().runtime().kernel_counts();
-      return m.count(k) ? m.at(k) : int64_t{0};
-    };
     const std::string k4 = std::string("attention_rowdot_") + dtype_name(dt) + "_vec4";
-    const int64_t v0 = runs(k4);
+    const int64_t v0 = kernel_runs(k4);
     const auto b4 = on_gpu([&] { return ops::attention_backward(in.dout, in.q, in.k, in.v, f.out, f.lse, ap); });
-    CHECK(runs(k4) == v0 + 1);
+    CHECK(kernel_runs(k4) == v0 + 1);
     const auto b1 = on_gpu([&] { return ops::attention_backward(in.dout, in.q, in.k, in.v, o_odd, f.lse, ap); });
-    CHECK(runs(k4) == v0 + 1);  // the odd layout took the scalar kernel
+    CHECK(kernel_runs(k4) == v0 + 1);  // the odd layout took the scalar kernel
     CHECK(b4.dq.to_f64_vector() == b1.dq.to_f64_vector());
     CHECK(b4.dk.to_f64_vector() == b1.dk.to_f64_vector());
     CHECK(b4.dv.to_f64_vector() == b1.dv.to_f64_vector());

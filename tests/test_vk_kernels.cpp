@@ -82,11 +82,10 @@ TEST_CASE("vk column sums in fours (inner % 4 == 0) give the scalar kernel's bit
       const Tensor x9 = randn(s9, 21).to(dt);
       const Tensor x = ops::cat({x9.narrow(d + 1, 0, w)}, d + 1);  // the first w columns, contiguous
       const std::string k = dt == DType::f16 ? "sum_cols4_f16in" : "sum_cols4_f32";
-      const auto runs = [&] { return gpu().runtime().kernel_counts().count(k) ? gpu().runtime().kernel_counts().at(k) : 0; };
-      const int64_t before = runs();
+      const int64_t before = kernel_runs(k);
       const Tensor g4 = on_gpu([&] { return ops::sum(x, d); }).to(DType::f32);
       gpu().sync();
-      CHECK(runs() > before);
+      CHECK(kernel_runs(k) > before);
       const Tensor g1 = on_gpu([&] { return ops::sum(x9, d); }).to(DType::f32).narrow(-1, 0, w).contiguous();
       CHECK(g4.to_f64_vector() == g1.to_f64_vector());
       expect_close(g4, on_cpu([&] { return ops::sum(x, d); }).to(DType::f32), dt == DType::f16 ? 1e-3 : 1e-5,
@@ -217,12 +216,11 @@ TEST_CASE("vk layernorm dw/db in fours (cols % 4 == 0) give the scalar kernel's 
     const Tensor x = first8(x9), dy = first8(dy9), w = first8(w9);
     const auto out = on_gpu([&] { return ops::layernorm(x, w, Tensor(), 1e-5); });
     const std::string k = std::string("layernorm_bwd_dwdb_") + dtype_name(dt) + "_vec4";
-    const auto runs = [&] { return gpu().runtime().kernel_counts().count(k) ? gpu().runtime().kernel_counts().at(k) : 0; };
-    const int64_t before = runs();
+    const int64_t before = kernel_runs(k);
     const auto g4 = on_gpu([&] { return ops::layernorm_backward(dy, x, w, out.mean, out.rstd, true); });
-    CHECK(runs() == before + 1);
+    CHECK(kernel_runs(k) == before + 1);
     const auto g1 = on_gpu([&] { return ops::layernorm_backward(dy9, x9, w9, out.mean, out.rstd, true); });
-    CHECK(runs() == before + 1);
+    CHECK(kernel_runs(k) == before + 1);
     CHECK(g4.dw.to_f64_vector() == g1.dw.narrow(0, 0, 8).contiguous().to_f64_vector());
     CHECK(g4.db.to_f64_vector() == g1.db.narrow(0, 0, 8).contiguous().to_f64_vector());
     CHECK(g4.db.to_f64_vector() != std::vector<double>(8, 0.0));

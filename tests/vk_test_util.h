@@ -84,6 +84,13 @@ inline std::vector<float> host_floats(const Tensor& t) {
   return std::vector<float>(p, p + t.numel());
 }
 
+// Dispatches of kernel k so far (counted when ALPHA_VK_STATS=1 was set before the backend was built).
+inline int64_t kernel_runs(const std::string& k) {
+  const auto& m = gpu().runtime().kernel_counts();
+  const auto it = m.find(k);
+  return it == m.end() ? 0 : it->second;
+}
+
 // max_i |a_i - b_i| / max_i |b_i| (the absolute difference when b is all zeros).
 inline double rel_err(const Tensor& a, const Tensor& b) {
   const std::vector<double> x = a.to_f64_vector(), y = b.to_f64_vector();
