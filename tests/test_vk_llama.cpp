@@ -25,7 +25,9 @@ TEST_CASE("vk rmsnorm forward and backward match the CPU (odd widths, chunked dw
     bool w;
   };
   for (DType dt : {DType::f32, DType::f16})
-    for (const Case c : {Case{1, 1, true}, Case{3, 7, true}, Case{130, 33, true}, Case{5, 1500, true}, Case{9, 65, false}}) {
+    // C % 4 == 0 takes the 4-wide kernels (rows in registers up to 1024; 1500: scalar rows, dw in quads).
+    for (const Case c : {Case{1, 1, true}, Case{3, 7, true}, Case{130, 33, true}, Case{5, 1500, true}, Case{9, 65, false},
+                         Case{130, 64, true}, Case{3, 1024, true}, Case{4, 8, false}}) {
       const std::string what = fmt::format("{} N={} C={} w={}", dtype_name(dt), c.N, c.C, c.w);
       const Tensor x = as(randn({c.N, c.C}, 1), dt), w = c.w ? as(randn({c.C}, 2), dt) : Tensor();
       const Tensor dy = as(randn({c.N, c.C}, 3), dt);
@@ -41,6 +43,23 @@ TEST_CASE("vk rmsnorm forward and backward match the CPU (odd widths, chunked dw
       if (c.w) expect_close(gb.dw, cb.dw, 1e-4, 1e-4, what + " dw");
       CHECK(gb.dw.defined() == c.w);
     }
+  expect_clean();
+}
+
+TEST_CASE("vk rmsnorm dw in fours gives the scalar kernel's bits (f32, f16)") {
+  GpuScope g;
+  // A column's dw depends on its x, dy and the rows' rstd only: (130, 8) in fours and the same data with a 9th
+  // column (the scalar kernel), given the same rstd, agree bitwise over 3 row chunks.
+  for (DType dt : {DType::f32, DType::f16}) {
+    const Tensor x9 = as(randn({130, 9}, 4), dt), dy9 = as(randn({130, 9}, 5), dt), w9 = as(randn({9}, 6), dt);
+    const auto first8 = [](const Tensor& t) { return ops::cat({t.narrow(-1, 0, 8)}, -1); };
+    const Tensor x = first8(x9), dy = first8(dy9), w = first8(w9);
+    const auto f = on_gpu([&] { return ops::rmsnorm(x, w, 1e-5); });
+    const auto g4 = on_gpu([&] { return ops::rmsnorm_backward(dy, x, w, f.rstd); });
+    const auto g1 = on_gpu([&] { return ops::rmsnorm_backward(dy9, x9, w9, f.rstd); });
+    CHECK(g4.dw.to_f64_vector() == g1.dw.narrow(0, 0, 8).contiguous().to_f64_vector());
+    CHECK(g4.dw.to_f64_vector() != std::vector<double>(8, 0.0));
+  }
   expect_clean();
 }
 

@@ -9,6 +9,8 @@ namespace alpha::vk {
 namespace {
 constexpr uint32_t kWG = 128;
 uint32_t row_wg(int64_t cols) { return cols <= 1024 ? 32 : kWG; }  // as vk/layernorm.cpp
+// As vk/layernorm.cpp: rows a 32-wide workgroup keeps in registers as quads (the shader's MAXQ = 8 per invocation).
+const char* row_vec(int64_t cols) { return cols % 4 == 0 && cols <= 4 * 32 * 8 ? "_vec4" : ""; }
 constexpr uint32_t kRowChunk = 64;
 }  // namespace
 
@@ -19,7 +21,7 @@ ops::RMSNormOut VulkanBackend::rmsnorm(const Tensor& x, const Tensor& w, double 
   const auto bw = w.defined() ? rt_->input(w) : bx;  // placeholder: never read when has_w == 0
   ops::RMSNormOut out{rt_->output(x.shape(), x.dtype()), rt_->output(Shape(x.shape().begin(), x.shape().end() - 1))};
   const pc::LayerNormPC pc{uint32_t(rows), uint32_t(cols), static_cast<float>(eps), w.defined() ? 1u : 0u, 0u, 0u};
-  rt_->run("rmsnorm" + sfx(x), {row_wg(cols)},
+  rt_->run("rmsnorm" + sfx(x) + row_vec(cols), {row_wg(cols)},
            {{bx, false}, {bw, false}, {Runtime::buffer_of(out.y), true}, {Runtime::buffer_of(out.rstd), true}}, pc,
            Runtime::grid(rows), 5.0 * double(x.numel()));
   return out;
@@ -34,15 +36,17 @@ ops::RMSNormGrads VulkanBackend::rmsnorm_backward(const Tensor& dy, const Tensor
   ops::RMSNormGrads g;
   g.dx = rt_->output(x.shape(), x.dtype());
   const pc::LayerNormPC pc{uint32_t(rows), uint32_t(cols), 0.0f, w.defined() ? 1u : 0u, 0u, kRowChunk};
-  rt_->run("rmsnorm_bwd_dx" + sfx(x), {row_wg(cols)},
+  rt_->run("rmsnorm_bwd_dx" + sfx(x) + row_vec(cols), {row_wg(cols)},
            {{bdy, false}, {bx, false}, {br, false}, {bw, false}, {Runtime::buffer_of(g.dx), true}}, pc,
            Runtime::grid(rows), 8.0 * double(x.numel()));
   if (w.defined()) {
     g.dw = rt_->output({cols});
     const uint32_t chunks = uint32_t((rows + kRowChunk - 1) / kRowChunk);
     const auto part = chunks > 1 ? rt_->scratch(uint64_t(chunks) * uint64_t(cols) * 4) : Runtime::buffer_of(g.dw);
-    rt_->run("rmsnorm_bwd_dw" + sfx(x), {kWG}, {{bdy, false}, {bx, false}, {br, false}, {part, true}}, pc,
-             Runtime::grid_for(uint64_t(chunks) * uint64_t(cols), kWG), 3.0 * double(x.numel()));
+    const uint32_t vec = cols % 4 == 0 ? 4 : 1;  // four columns per invocation, same bits
+    rt_->run("rmsnorm_bwd_dw" + sfx(x) + (vec == 4 ? "_vec4" : ""), {kWG},
+             {{bdy, false}, {bx, false}, {br, false}, {part, true}}, pc,
+             Runtime::grid_for(uint64_t(chunks) * uint64_t(cols) / vec, kWG), 3.0 * double(x.numel()));
     if (chunks > 1) record_sum(part, Runtime::buffer_of(g.dw), 1, chunks, uint32_t(cols), 1.0f);
   }
   return g;
