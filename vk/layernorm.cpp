@@ -8,11 +8,6 @@ namespace alpha::vk {
 
 namespace {
 constexpr uint32_t kWG = 128;
-// Rows of up to 1024 columns (GPT widths) run one subgroup-sized workgroup per row: a 128-wide tree reduction
-// over 3-6 elements per invocation was mostly barriers (H100 GPT-2 step: 2.3 ms of LayerNorm).
-uint32_t row_wg(int64_t cols) { return cols <= 1024 ? 32 : kWG; }
-// Rows a 32-wide workgroup keeps in registers, 8 quads per invocation (the shaders' MAXQ): 8/16-byte loads, one read.
-const char* row_vec(int64_t cols) { return cols % 4 == 0 && cols <= 4 * 32 * 8 ? "_vec4" : ""; }
 constexpr uint32_t kRowChunk = 64;  // dw/db: rows per partial sum (~100K invocations at GPT-2 sizes; 256 left them latency-bound)
 }
 

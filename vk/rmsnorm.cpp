@@ -8,9 +8,6 @@ namespace alpha::vk {
 
 namespace {
 constexpr uint32_t kWG = 128;
-uint32_t row_wg(int64_t cols) { return cols <= 1024 ? 32 : kWG; }  // as vk/layernorm.cpp
-// As vk/layernorm.cpp: rows a 32-wide workgroup keeps in registers as quads (the shader's MAXQ = 8 per invocation).
-const char* row_vec(int64_t cols) { return cols % 4 == 0 && cols <= 4 * 32 * 8 ? "_vec4" : ""; }
 constexpr uint32_t kRowChunk = 64;
 }  // namespace
 
