@@ -8,6 +8,8 @@
 //   so a lane holds two rows (half hr = e / 4) and the 4 lanes of a quad share them.
 // An accumulator converted to f16 is used directly as the A operand of the next product (P V, dS K, P~^T dO).
 // Deterministic: every output element is one subgroup's fixed-order accumulation.
+// Built with PF (spirv/CMakeLists.txt), the forward and dk/dv kernels load the next block into registers while the
+// current one computes; all three run the longest causal blocks of every head first (BLOCK_OF).
 #version 450
 #extension GL_EXT_control_flow_attributes : require
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
@@ -22,6 +24,8 @@
 #include "push_constants.h"
 #include "philox.glsl"
 #include "attention.glsl"
+#define BC 32u  // blocks of 32 keys (queries in DKDV): fewer live fragments than 64 (registers 166 -> 136 in the
+                // forward) and 9% faster on an H200; 16 was slower (twice the barriers)
 #include "attention_cm.glsl"
 
 #define HALF(e) ((e) >> 2u)  // which of the lane's two rows element e is in
@@ -37,8 +41,9 @@ float quad_sum(float x) {
   return x + subgroupShuffleXor(x, 2u);
 }
 
-shared uvec4 As[BC * LDV];  // forward: Q tile, then key blocks; DQ: Q tile / key blocks; DKDV: K tile / query blocks
-shared uvec4 Bs[BC * LDV];  // forward: value blocks; DQ: dO tile / value blocks; DKDV: V tile / dO blocks
+#define TILE_ROWS (BR > BC ? BR : BC)
+shared uvec4 As[TILE_ROWS * LDV];  // forward: Q tile, then key blocks; DQ: Q tile / key blocks; DKDV: K tile / query blocks
+shared uvec4 Bs[TILE_ROWS * LDV];  // forward: value blocks; DQ: dO tile / value blocks; DKDV: V tile / dO blocks
 #ifdef DKDV
 shared float ls[BC], drs[BC];  // lse and drow of the query block
 #endif
@@ -47,15 +52,15 @@ shared float ls[BC], drs[BC];  // lse and drow of the query block
 // ---------------------------------------------------------------------------------------------- forward
 void main() {
   const uint nqb = (p.tq + BR - 1u) / BR;
-  const uint grp = linear_group(), bh = grp / nqb, qb = nqb - 1u - grp % nqb;  // causal: longest rows first
-  if (bh * p.tq >= p.rows) return;  // whole workgroup: no barrier is skipped by part of it
+  BLOCK_OF(nqb, bh, slot);
+  const uint qb = nqb - 1u - slot;  // causal: the last rows see the most keys
   const uint b = bh / p.H, h = bh % p.H, sg = gl_SubgroupID, lane = gl_SubgroupInvocationID;
   const uint q0 = qb * BR, r0 = q0 + 16u * sg;           // first row of the tile / of this subgroup
   const uint kend = visible(min(p.tq, q0 + BR) - 1u);    // keys any row of the tile sees
   const uint sg_keys = r0 < p.tq ? visible(min(p.tq, r0 + 16u) - 1u) : 0u;  // ... any row of this subgroup
   const uint kbase = p.k[0] + b * p.k[1] + h * p.k[2], vbase = p.v[0] + b * p.v[1] + h * p.v[2];
 
-  STAGE(As, q8, p.q[0] + b * p.q[1] + h * p.q[2], p.q[3], q0, p.tq);
+  STAGE_ROWS(As, q8, p.q[0] + b * p.q[1] + h * p.q[2], p.q[3], q0, p.tq, BR);
   barrier();  // RAW: the Q tile is staged before subgroups load their fragments
   F16MAT fq[NF];
   [[unroll]] for (uint d = 0u; d < NF; ++d) coopMatLoadNV(fq[d], As, (16u * sg) * LDV + 2u * d, LDV, false);
@@ -71,14 +76,29 @@ void main() {
   F32MAT acc[NF];
   [[unroll]] for (uint d = 0u; d < NF; ++d) acc[d] = F32MAT(0.0);
 
+#ifdef PF
+  uvec4 kn[PF_N], vn[PF_N];  // the next K/V block, in flight
+  LOAD_ROWS(kn, k8, kbase, p.k[3], 0u, p.tk);
+  LOAD_ROWS(vn, v8, vbase, p.v[3], 0u, p.tk);
+#endif
   for (uint j0 = 0u; j0 < kend; j0 += BC) {
     barrier();  // WAR: every subgroup is done with the previous K/V block (and the Q fragments' loads)
-    STAGE(As, k8, kbase, p.k[3], j0, p.tk);
-    STAGE(Bs, v8, vbase, p.v[3], j0, p.tk);
+#ifdef PF
+    STORE_ROWS(As, kn);
+    STORE_ROWS(Bs, vn);
     barrier();  // RAW: the whole block is staged before any subgroup reads it
+    if (j0 + BC < kend) {  // the next block's loads run under this block's products
+      LOAD_ROWS(kn, k8, kbase, p.k[3], j0 + BC, p.tk);
+      LOAD_ROWS(vn, v8, vbase, p.v[3], j0 + BC, p.tk);
+    }
+#else
+    STAGE_ROWS(As, k8, kbase, p.k[3], j0, p.tk, BC);
+    STAGE_ROWS(Bs, v8, vbase, p.v[3], j0, p.tk, BC);
+    barrier();  // RAW: the whole block is staged before any subgroup reads it
+#endif
     if (j0 >= sg_keys) continue;  // no row of this subgroup sees the block (subgroup-uniform)
 
-    F32MAT s[BC / 16u];  // S (16 x 64) = Q K^T in four 16-key fragments; K^T is K read column-major
+    F32MAT s[BC / 16u];  // S (16 x BC) = Q K^T in 16-key fragments; K^T is K read column-major
     [[unroll]] for (uint n = 0u; n < BC / 16u; ++n) {
       s[n] = F32MAT(0.0);
       [[unroll]] for (uint d = 0u; d < NF; ++d) {
@@ -135,16 +155,16 @@ void main() {
 // ---------------------------------------------------------------------------------------------- dq
 void main() {
   const uint nqb = (p.tq + BR - 1u) / BR;
-  const uint grp = linear_group(), bh = grp / nqb, qb = nqb - 1u - grp % nqb;  // causal: longest rows first
-  if (bh * p.tq >= p.rows) return;  // whole workgroup: no barrier is skipped by part of it
+  BLOCK_OF(nqb, bh, slot);
+  const uint qb = nqb - 1u - slot;  // causal: the last rows see the most keys
   const uint b = bh / p.H, h = bh % p.H, sg = gl_SubgroupID, lane = gl_SubgroupInvocationID;
   const uint q0 = qb * BR, r0 = q0 + 16u * sg;
   const uint kend = visible(min(p.tq, q0 + BR) - 1u);
   const uint sg_keys = r0 < p.tq ? visible(min(p.tq, r0 + 16u) - 1u) : 0u;
   const uint kbase = p.k[0] + b * p.k[1] + h * p.k[2], vbase = p.v[0] + b * p.v[1] + h * p.v[2];
 
-  STAGE(As, q8, p.q[0] + b * p.q[1] + h * p.q[2], p.q[3], q0, p.tq);
-  STAGE(Bs, g8, p.g[0] + b * p.g[1] + h * p.g[2], p.g[3], q0, p.tq);
+  STAGE_ROWS(As, q8, p.q[0] + b * p.q[1] + h * p.q[2], p.q[3], q0, p.tq, BR);
+  STAGE_ROWS(Bs, g8, p.g[0] + b * p.g[1] + h * p.g[2], p.g[3], q0, p.tq, BR);
   barrier();  // RAW: Q and dO tiles are staged before subgroups load their fragments
   F16MAT fq[NF], fg[NF];
   [[unroll]] for (uint d = 0u; d < NF; ++d) {
@@ -165,8 +185,8 @@ void main() {
 
   for (uint j0 = 0u; j0 < kend; j0 += BC) {
     barrier();  // WAR: every subgroup is done with the previous K/V block (and the tiles' fragment loads)
-    STAGE(As, k8, kbase, p.k[3], j0, p.tk);
-    STAGE(Bs, v8, vbase, p.v[3], j0, p.tk);
+    STAGE_ROWS(As, k8, kbase, p.k[3], j0, p.tk, BC);  // no prefetch here: it cost dq 26% (registers 160 -> 178)
+    STAGE_ROWS(Bs, v8, vbase, p.v[3], j0, p.tk, BC);
     barrier();  // RAW: the whole block is staged before any subgroup reads it
     if (j0 >= sg_keys) continue;  // subgroup-uniform
     [[unroll]] for (uint n = 0u; n < BC / 16u; ++n) {  // keys [j0 + 16 n, j0 + 16 n + 16)
@@ -204,14 +224,13 @@ void main() {
 // ---------------------------------------------------------------------------------------------- dk, dv
 void main() {
   const uint nkb = (p.tk + BR - 1u) / BR;
-  const uint grp = linear_group(), bh = grp / nkb, kb = grp % nkb;
-  if (bh * p.tq >= p.rows) return;  // whole workgroup: no barrier is skipped by part of it
+  BLOCK_OF(nkb, bh, kb);  // causal: the first keys are seen by the most queries
   const uint b = bh / p.H, h = bh % p.H, sg = gl_SubgroupID, lane = gl_SubgroupInvocationID;
   const uint k0 = kb * BR, s0 = k0 + 16u * sg;  // first key of the tile / of this subgroup
   const uint qbase = p.q[0] + b * p.q[1] + h * p.q[2], gbase = p.g[0] + b * p.g[1] + h * p.g[2];
 
-  STAGE(As, k8, p.k[0] + b * p.k[1] + h * p.k[2], p.k[3], k0, p.tk);
-  STAGE(Bs, v8, p.v[0] + b * p.v[1] + h * p.v[2], p.v[3], k0, p.tk);
+  STAGE_ROWS(As, k8, p.k[0] + b * p.k[1] + h * p.k[2], p.k[3], k0, p.tk, BR);
+  STAGE_ROWS(Bs, v8, p.v[0] + b * p.v[1] + h * p.v[2], p.v[3], k0, p.tk, BR);
   barrier();  // RAW: K and V tiles are staged before subgroups load their fragments
   F16MAT fk[NF], fv[NF];
   [[unroll]] for (uint d = 0u; d < NF; ++d) {
@@ -225,16 +244,37 @@ void main() {
 
   // First query row that sees key k0: i + shift >= k0.
   const uint istart = k0 > p.shift ? k0 - p.shift : 0u;
-  for (uint i0 = (istart / BC) * BC; i0 < p.tq; i0 += BC) {
+  const uint ifirst = (istart / BC) * BC, me = gl_LocalInvocationID.x;
+#ifdef PF
+  uvec4 qn[PF_N], gn[PF_N];  // the next query block's Q and dO rows, lse and drow, in flight
+  LOAD_ROWS(qn, q8, qbase, p.q[3], ifirst, p.tq);
+  LOAD_ROWS(gn, g8, gbase, p.g[3], ifirst, p.tq);
+  float ln = 0.0, dn = 0.0;
+  if (me < BC && ifirst + me < p.tq) ln = lse[bh * p.tq + ifirst + me], dn = drow[bh * p.tq + ifirst + me];
+#endif
+  for (uint i0 = ifirst; i0 < p.tq; i0 += BC) {
     barrier();  // WAR: every subgroup is done with the previous query block (and the tiles' fragment loads)
-    STAGE(As, q8, qbase, p.q[3], i0, p.tq);
-    STAGE(Bs, g8, gbase, p.g[3], i0, p.tq);
-    if (gl_LocalInvocationID.x < BC) {
-      const uint e = gl_LocalInvocationID.x, r = i0 + e;
-      ls[e] = r < p.tq ? lse[bh * p.tq + r] : 0.0;
-      drs[e] = r < p.tq ? drow[bh * p.tq + r] : 0.0;
+#ifdef PF
+    STORE_ROWS(As, qn);
+    STORE_ROWS(Bs, gn);
+    if (me < BC) ls[me] = ln, drs[me] = dn;
+    barrier();  // RAW: the whole query block is staged before any subgroup reads it
+    if (i0 + BC < p.tq) {  // the next block's loads run under this block's products
+      LOAD_ROWS(qn, q8, qbase, p.q[3], i0 + BC, p.tq);
+      LOAD_ROWS(gn, g8, gbase, p.g[3], i0 + BC, p.tq);
+      const uint r = i0 + BC + me;
+      if (me < BC) ln = r < p.tq ? lse[bh * p.tq + r] : 0.0, dn = r < p.tq ? drow[bh * p.tq + r] : 0.0;
+    }
+#else
+    STAGE_ROWS(As, q8, qbase, p.q[3], i0, p.tq, BC);
+    STAGE_ROWS(Bs, g8, gbase, p.g[3], i0, p.tq, BC);
+    if (me < BC) {
+      const uint r = i0 + me;
+      ls[me] = r < p.tq ? lse[bh * p.tq + r] : 0.0;
+      drs[me] = r < p.tq ? drow[bh * p.tq + r] : 0.0;
     }
     barrier();  // RAW: the whole query block is staged before any subgroup reads it
+#endif
     // No row of the block sees this subgroup's first key (subgroup-uniform): nothing to add.
     if (s0 >= p.tk || s0 >= visible(min(p.tq, i0 + BC) - 1u)) continue;
     [[unroll]] for (uint n = 0u; n < BC / 16u; ++n) {  // queries [i0 + 16 n, i0 + 16 n + 16)
