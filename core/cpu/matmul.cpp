@@ -1,8 +1,11 @@
-// Batched matmul on OpenBLAS. Legend: M rows of the result, N columns, K the contracted dim.
-// OpenBLAS runs one thread per call; we split rows across our own pool so results never depend on timing.
+// Batched matmul on oneDNN's sgemm (f32; ALPHA_CPU_GEMM=openblas takes OpenBLAS's) and OpenBLAS's dgemm (f64).
+// Legend: M rows of the result, N columns, K the contracted dim. Each GEMM call runs on one thread; we split C into
+// tiles across our own pool, so results never depend on timing.
 #include "core/cpu/matmul.h"
 
 #include <cblas.h>
+#include <omp.h>
+#include <oneapi/dnnl/dnnl.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -10,6 +13,7 @@
 #include <iterator>
 #include <string>
 
+#include "core/error.h"
 #include "core/parallel.h"
 
 // OpenBLAS's DYNAMIC_ARCH dispatch (Debian's build): weak, so a single-arch OpenBLAS links too.
@@ -45,11 +49,25 @@ void fix_blas_core() {
 #endif
 }
 
+// f32 GEMMs on oneDNN unless ALPHA_CPU_GEMM=openblas. On the GPU machine's 16-core Xeon, one-thread dnnl_sgemm
+// tiles ran GPT-2's shapes at 550-1660 GFLOP/s against OpenBLAS 0.3.21's 200-1200 (scripts/blas_gemm_compare.cpp,
+// docs/PERFORMANCE.md): OpenBLAS packs both operands in every tile's call.
+bool use_onednn() {
+  static const bool on = [] {
+    const char* e = std::getenv("ALPHA_CPU_GEMM");
+    if (!e || !*e || std::strcmp(e, "onednn") == 0) return true;
+    if (std::strcmp(e, "openblas") == 0) return false;
+    throw ValueError(fmt::format("[core] ALPHA_CPU_GEMM='{}' is not one of onednn, openblas", e));
+  }();
+  return on;
+}
+
 }  // namespace
 
 void blas_setup() {
   static const bool done = [] {
     fix_blas_core();
+    use_onednn();  // a bad ALPHA_CPU_GEMM throws here, on the calling thread, not inside a pool task
     openblas_set_num_threads(1);  // our pool does the threading; OpenBLAS's own workers would compete
     return true;
   }();
@@ -80,6 +98,17 @@ bool describe(int64_t rs, int64_t cs, int64_t rows, int64_t cols, bool want_tran
 template <class T>
 void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const T* A, int64_t lda, const T* B, int64_t ldb,
           T* C, int64_t ldc) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (use_onednn()) {
+      // Debian's oneDNN threads with OpenMP, whose thread count is per calling thread: one here, on every pool
+      // thread, so a tile's call never starts a team of its own beside the pool.
+      thread_local const bool one_thread = (omp_set_num_threads(1), true);
+      (void)one_thread;
+      const dnnl_status_t st = dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K, 1.0f, A, lda, B, ldb, 0.0f, C, ldc);
+      ALPHA_CHECK(st == dnnl_success, Error, "[core] oneDNN sgemm failed (status {})", int(st));
+      return;
+    }
+  }
   const auto TA = ta ? CblasTrans : CblasNoTrans, TB = tb ? CblasTrans : CblasNoTrans;
   if constexpr (std::is_same_v<T, float>)
     cblas_sgemm(CblasRowMajor, TA, TB, (int)M, (int)N, (int)K, 1.0f, A, (int)lda, B, (int)ldb, 0.0f, C, (int)ldc);

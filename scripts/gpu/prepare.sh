@@ -18,7 +18,7 @@ done
 for b in gpu/alpha gpu/test_vk*; do ldd "$b"; done | awk '/=> \//{print $3}' | sort -u |
   grep -Ev '/(libc|libm|libstdc\+\+|libgcc_s|libpthread|libdl|librt|ld-linux-x86-64)\.so' |
   while read -r lib; do cp -L "$lib" gpu/lib/; done
-for big in gpu/lib/* gpu/test_vk*; do [ "$(stat -c %s "$big")" -lt 4000000 ] || xz -f "$big"; done
+for big in gpu/lib/* gpu/test_vk*; do [ "$(stat -c %s "$big")" -lt 1000000 ] || xz -f "$big"; done
 cp /usr/lib/x86_64-linux-gnu/libVkLayer_khronos_validation.so gpu/layers/ && xz -f gpu/layers/*.so
 sed 's|"library_path": *"[^"]*"|"library_path": "./libVkLayer_khronos_validation.so"|' \
   /usr/share/vulkan/explicit_layer.d/VkLayer_khronos_validation.json > gpu/layers/VkLayer_khronos_validation.json
