@@ -4,10 +4,12 @@
 # scripts/torch_cpu_recipe.py) with the Highway kernels and with the plain loops (ALPHA_CPU_SIMD=0); GPT-2 small
 # forward+backward at B4 T256 and the 1-layer block (`alpha bench cpu --gpt2` vs scripts/torch_cpu_bench.py
 # GPT2=1); `alpha bench cpu --kernels` (per-kernel GB/s, GFLOP/s against this CPU's measured peaks).
-# Usage: [STEPS=300] [PY=python3] [SKIP_BENCH=1] [SKIP_KERNELS=1] [SKIP_PLAIN=1] [PROFILE=1] [VARIANTS=...]
+# Usage: [STEPS=300] [PY=python3] [SKIP_BENCH=1] [SKIP_KERNELS=1] [SKIP_PLAIN=1] [PROFILE=1] [VARIANTS=...] [ROUNDS=N]
 #        scripts/cpu_speed_compare.sh DIR [threads...]   (default threads: 16 1; GPT-2, kernels, variants use the first)
 #   VARIANTS="ENV=.. ENV=..|..": per environment, `alpha bench cpu --gpt2` (GEMMs, block, GPT-2) and a recipe run.
 #   PROFILE=1: one GPT-2 step per op for both (`alpha bench cpu --profile`, torch.profiler), as JSON lines.
+#   ROUNDS=N: the recipe and GPT-2 comparisons N times, Alpha and PyTorch alternating, then the median of the
+#   rounds' ratios (what=median_ratio): a shared machine's load drifts by 10-20% between one trainer's run and the next.
 #   DIR holds alpha, tinyshakespeare.txt, shakespeare_char_cpu.json, torch_cpu_recipe.py, torch_cpu_bench.py and
 #   lib/ (shared libraries the binary needs where they are not installed; libopenblas.so.0.xz is unpacked).
 # On the dev VM: mkdir d; cp build/alpha configs/shakespeare_char_cpu.json scripts/torch_*.py DATA d/ and run.
@@ -60,7 +62,10 @@ print(json.dumps(dict(what='variant', variant='$v', blas=a.get('blas'), recipe_s
                       gflops={m['name']: round(m['gflops']) for m in a['matmul']})))"
 done
 
+rounds=${ROUNDS:-1}
+ratios=$work/ratios
 for th in "${threads[@]}"; do
+ for ((round = 1; round <= rounds; round++)); do
   read -r a aloss <<<"$(alpha_recipe "$th" 1)"
   p=skipped ploss=
   [ -n "${SKIP_PLAIN:-}" ] || read -r p ploss <<<"$(alpha_recipe "$th" 0)"
@@ -73,18 +78,34 @@ r = dict(what='cpu_recipe_step_ms', threads=$th, steps=$steps, alpha=f(a), alpha
          alpha_last_loss='${aloss:-}', plain_loops_last_loss='${ploss:-}')
 if r['alpha'] and r['torch']: r['alpha_over_torch'] = round(r['alpha'] / r['torch'], 3)
 if r['alpha'] and r['alpha_plain_loops']: r['simd_speedup'] = round(r['alpha_plain_loops'] / r['alpha'], 3)
-print(json.dumps(r))"
+r['round'] = $round
+print(json.dumps(r))
+if 'alpha_over_torch' in r: print('cpu_recipe_step_ms', $th, r['alpha_over_torch'], file=open('$ratios', 'a'))"
+ done
 done
 
-[ -z "${SKIP_BENCH:-}" ] || { rm -rf "$work"; exit 0; }  # recipe only
+# ROUNDS > 1: the median of the rounds' Alpha / PyTorch ratios per comparison.
+medians() {
+  [ "$rounds" -le 1 ] || [ ! -f "$ratios" ] || "$py" - "$ratios" <<'PY'
+import collections, json, statistics, sys
+by = collections.defaultdict(list)
+for line in open(sys.argv[1]):
+    what, th, r = line.split()
+    by[(what, int(th))].append(float(r))
+for (what, th), rs in by.items():
+    print(json.dumps(dict(what="median_ratio", of=what, threads=th, rounds=rs, alpha_over_torch=round(statistics.median(rs), 3))))
+PY
+}
+[ -z "${SKIP_BENCH:-}" ] || { medians; rm -rf "$work"; exit 0; }  # recipe only
 th=${threads[0]}
+for ((round = 1; round <= rounds; round++)); do
 prof=--gpt2
-[ -z "${PROFILE:-}" ] || prof=--profile
+[ -z "${PROFILE:-}" ] || [ "$round" -gt 1 ] || prof=--profile
 ALPHA_NUM_THREADS=$th timeout 300 "$dir/alpha" bench cpu $prof --json >"$work/ab.json" 2>"$work/ab.err" ||
   echo "{\"error\": \"alpha bench cpu $prof\", \"log\": \"$(tail -c 300 "$work/ab.err" | tr '\n"' ' ')\"}"
-PROFILE=${PROFILE:-} THREADS=$th GPT2=1 timeout 300 "$py" "$dir/torch_cpu_bench.py" >"$work/tb.json" 2>"$work/tb.err" ||
+PROFILE=$([ "$prof" = --profile ] && echo 1) THREADS=$th GPT2=1 timeout 300 "$py" "$dir/torch_cpu_bench.py" >"$work/tb.json" 2>"$work/tb.err" ||
   echo "{\"error\": \"torch_cpu_bench\", \"log\": \"$(tail -c 300 "$work/tb.err" | tr '\n"' ' ')\"}"
-"$py" - "$work/ab.json" "$work/tb.json" "$th" <<'PY'
+"$py" - "$work/ab.json" "$work/tb.json" "$th" "$round" "$ratios" <<'PY'
 import json, sys
 try:
     a, t = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
@@ -92,7 +113,9 @@ except Exception as e:
     sys.exit(print(json.dumps(dict(error=f"bench json: {e}"))))
 for k in ("gpt2_fwd_bwd_ms", "gpt_1layer_fwd_bwd_ms"):
     print(json.dumps(dict(what=k, threads=int(sys.argv[3]), simd_target=a.get("simd_target"), alpha=round(a[k], 2),
-                          torch=round(t[k], 2), alpha_over_torch=round(a[k] / t[k], 3))))
+                          torch=round(t[k], 2), alpha_over_torch=round(a[k] / t[k], 3), round=int(sys.argv[4]))))
+    print(k, sys.argv[3], round(a[k] / t[k], 3), file=open(sys.argv[5], "a"))
+if int(sys.argv[4]) > 1: sys.exit()  # the profile and GEMM rates once
 for who, r in (("alpha", a), ("torch", t)):
     if "gpt2_profile" in r:
         p = r["gpt2_profile"]
@@ -104,6 +127,8 @@ for who, r in (("alpha", a), ("torch", t)):
 for m, n in zip(a["matmul"], t["matmul"]):
     print(json.dumps(dict(what="matmul_gflops", name=m["name"], alpha=round(m["gflops"], 1), torch=round(n["gflops"], 1))))
 PY
+done
+medians
 [ -n "${SKIP_KERNELS:-}" ] || ALPHA_NUM_THREADS=$th timeout 300 "$dir/alpha" bench cpu --kernels --json 2>&1 | "$py" -c "
 import json, sys
 try:

@@ -9,7 +9,6 @@
 // Dimension legend: B batch, H heads, Tq query rows, Tk keys, D head size.
 #include "core/cpu/attention.h"
 
-#include <cblas.h>
 
 #include <algorithm>
 #include <cmath>
@@ -203,13 +202,6 @@ Heads heads(const Tensor& t) {
   return {u, u.data<float>(), u.strides()[0], u.strides()[1], u.strides()[2], u.size(1)};
 }
 
-// Row-major single-precision C = alpha op(A) op(B), C overwritten; one thread (the caller splits the work).
-void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda, const float* B,
-          int64_t ldb, float* C, int64_t ldc) {
-  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, int(M), int(N), int(K),
-              alpha, A, int(lda), B, int(ldb), 0.0f, C, int(ldc));
-}
-
 ops::AttentionOut forward_f32(const Tensor& qin, const Tensor& kin, const Tensor& vin, const ops::AttentionParams& ap) {
   const Heads q = heads(qin), k = heads(kin), v = heads(vin);
   const Geo g = geo_of(qin, kin);
@@ -221,7 +213,7 @@ ops::AttentionOut forward_f32(const Tensor& qin, const Tensor& kin, const Tensor
     std::vector<float> s(static_cast<size_t>(g.Tq * g.Tk));  // scores, then dropped probabilities (Tq, Tk)
     for (int64_t bh = bh0; bh < bh1; ++bh) {
       const int64_t b = bh / g.H, h = bh % g.H;
-      gemm(false, true, g.Tq, g.Tk, g.D, float(ap.scale), q.at(bh), q.ld, k.at(bh), k.ld, s.data(), g.Tk);
+      sgemm(false, true, g.Tq, g.Tk, g.D, float(ap.scale), q.at(bh), q.ld, k.at(bh), k.ld, s.data(), g.Tk);
       for (int64_t i = 0; i < g.Tq; ++i) {
         float* row = s.data() + i * g.Tk;
         const int64_t vis = g.visible(i, ap.causal);
@@ -241,7 +233,7 @@ ops::AttentionOut forward_f32(const Tensor& qin, const Tensor& kin, const Tensor
         pl[bh * g.Tq + i] = float(L);
       }
       // O rows go straight into the (B, Tq, H, D) output: row stride H * D.
-      gemm(false, false, g.Tq, g.D, g.Tk, 1.0f, s.data(), g.Tk, v.at(bh), v.ld, po + (b * g.Tq * g.H + h) * g.D,
+      sgemm(false, false, g.Tq, g.D, g.Tk, 1.0f, s.data(), g.Tk, v.at(bh), v.ld, po + (b * g.Tq * g.H + h) * g.D,
            g.H * g.D);
     }
   });
@@ -264,8 +256,8 @@ ops::AttentionGrads backward_f32(const Tensor& doin, const Tensor& qin, const Te
     for (int64_t bh = bh0; bh < bh1; ++bh) {
       const int64_t b = bh / g.H, h = bh % g.H;
       const float *qb = q.at(bh), *kb = k.at(bh), *dob = dout.at(bh), *ob = out.at(bh);
-      gemm(false, true, g.Tq, g.Tk, g.D, float(ap.scale), qb, q.ld, kb, k.ld, s.data(), g.Tk);
-      gemm(false, true, g.Tq, g.Tk, g.D, 1.0f, dob, dout.ld, v.at(bh), v.ld, dp.data(), g.Tk);
+      sgemm(false, true, g.Tq, g.Tk, g.D, float(ap.scale), qb, q.ld, kb, k.ld, s.data(), g.Tk);
+      sgemm(false, true, g.Tq, g.Tk, g.D, 1.0f, dob, dout.ld, v.at(bh), v.ld, dp.data(), g.Tk);
       for (int64_t i = 0; i < g.Tq; ++i) {
         const int64_t vis = g.visible(i, ap.causal);
         float *srow = s.data() + i * g.Tk, *drow_i = dp.data() + i * g.Tk;
@@ -285,9 +277,9 @@ ops::AttentionGrads backward_f32(const Tensor& doin, const Tensor& qin, const Te
         std::fill(srow + vis, srow + g.Tk, 0.0f);
         std::fill(drow_i + vis, drow_i + g.Tk, 0.0f);
       }
-      gemm(true, false, g.Tk, g.D, g.Tq, 1.0f, s.data(), g.Tk, dob, dout.ld, pdv + b * g.Tk * row + h * g.D, row);
-      gemm(false, false, g.Tq, g.D, g.Tk, 1.0f, dp.data(), g.Tk, kb, k.ld, pdq + b * g.Tq * row + h * g.D, row);
-      gemm(true, false, g.Tk, g.D, g.Tq, 1.0f, dp.data(), g.Tk, qb, q.ld, pdk + b * g.Tk * row + h * g.D, row);
+      sgemm(true, false, g.Tk, g.D, g.Tq, 1.0f, s.data(), g.Tk, dob, dout.ld, pdv + b * g.Tk * row + h * g.D, row);
+      sgemm(false, false, g.Tq, g.D, g.Tk, 1.0f, dp.data(), g.Tk, kb, k.ld, pdq + b * g.Tq * row + h * g.D, row);
+      sgemm(true, false, g.Tk, g.D, g.Tq, 1.0f, dp.data(), g.Tk, qb, q.ld, pdk + b * g.Tk * row + h * g.D, row);
     }
   });
   return r;

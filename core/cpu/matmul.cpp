@@ -64,6 +64,21 @@ bool use_onednn() {
 
 }  // namespace
 
+void sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda, const float* B,
+           int64_t ldb, float* C, int64_t ldc) {
+  if (use_onednn()) {
+    // Debian's oneDNN threads with OpenMP, whose thread count is per calling thread: one here, on every pool
+    // thread, so a tile's call never starts a team of its own beside the pool.
+    thread_local const bool one_thread = (omp_set_num_threads(1), true);
+    (void)one_thread;
+    const dnnl_status_t st = dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K, alpha, A, lda, B, ldb, 0.0f, C, ldc);
+    ALPHA_CHECK(st == dnnl_success, Error, "[core] oneDNN sgemm failed (status {})", int(st));
+    return;
+  }
+  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)M, (int)N, (int)K,
+              alpha, A, (int)lda, B, (int)ldb, 0.0f, C, (int)ldc);
+}
+
 void blas_setup() {
   static const bool done = [] {
     fix_blas_core();
@@ -99,21 +114,11 @@ template <class T>
 void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, const T* A, int64_t lda, const T* B, int64_t ldb,
           T* C, int64_t ldc) {
   if constexpr (std::is_same_v<T, float>) {
-    if (use_onednn()) {
-      // Debian's oneDNN threads with OpenMP, whose thread count is per calling thread: one here, on every pool
-      // thread, so a tile's call never starts a team of its own beside the pool.
-      thread_local const bool one_thread = (omp_set_num_threads(1), true);
-      (void)one_thread;
-      const dnnl_status_t st = dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K, 1.0f, A, lda, B, ldb, 0.0f, C, ldc);
-      ALPHA_CHECK(st == dnnl_success, Error, "[core] oneDNN sgemm failed (status {})", int(st));
-      return;
-    }
+    sgemm(ta, tb, M, N, K, 1.0f, A, lda, B, ldb, C, ldc);
+  } else {
+    cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)M, (int)N, (int)K,
+                1.0, A, (int)lda, B, (int)ldb, 0.0, C, (int)ldc);
   }
-  const auto TA = ta ? CblasTrans : CblasNoTrans, TB = tb ? CblasTrans : CblasNoTrans;
-  if constexpr (std::is_same_v<T, float>)
-    cblas_sgemm(CblasRowMajor, TA, TB, (int)M, (int)N, (int)K, 1.0f, A, (int)lda, B, (int)ldb, 0.0f, C, (int)ldc);
-  else
-    cblas_dgemm(CblasRowMajor, TA, TB, (int)M, (int)N, (int)K, 1.0, A, (int)lda, B, (int)ldb, 0.0, C, (int)ldc);
 }
 
 // Rows per task when one GEMM is split by rows: one equal block per thread (GEMM blocks balance well, and
@@ -269,7 +274,11 @@ Tensor matmul_typed(Tensor a, Tensor b, bool ta, bool tb) {
 
 }  // namespace
 
-std::string blas_info() { return std::string(openblas_get_config()) + " core " + openblas_get_corename(); }
+std::string blas_info() {
+  const dnnl_version_t* v = dnnl_version();
+  return (use_onednn() ? fmt::format("oneDNN {}.{}.{} sgemm; ", v->major, v->minor, v->patch) : std::string()) +
+         openblas_get_config() + " core " + openblas_get_corename();
+}
 
 Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b) {
   if (a.dtype() == DType::f64) return matmul_typed<double>(a, b, trans_a, trans_b);

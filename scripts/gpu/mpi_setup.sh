@@ -5,7 +5,7 @@ for f in .gl/*.deb; do [ -f "$f" ] && dpkg -x "$f" / >/dev/null; done; ldconfig 
 R=$PWD/mpiroot; mkdir -p $R; for f in gpu-mpi/debs/*.deb; do dpkg -x $f $R; done
 export OPAL_PREFIX=$R/usr PMIX_MCA_mca_base_component_path=$R/usr/lib/x86_64-linux-gnu/pmix2/lib/pmix
 MPILIB=$R/usr/lib/x86_64-linux-gnu:$R/usr/lib/x86_64-linux-gnu/openmpi/lib:$R/usr/lib/x86_64-linux-gnu/pmix2/lib
-[ -f gpu/lib/libopenblas.so.0 ] || xz -dk gpu/lib/libopenblas.so.0.xz
+for x in gpu/lib/*.xz; do [ -f "${x%.xz}" ] || xz -dk "$x"; done  # libopenblas, libdnnl, ... (prepare.sh)
 export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json LD_LIBRARY_PATH=$MPILIB:$PWD/gpu/lib
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 MPIRUN=$R/usr/bin/orterun
