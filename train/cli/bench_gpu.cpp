@@ -155,6 +155,14 @@ nlohmann::json bench_gemm_tiles(vk::VulkanBackend& be, const std::vector<GemmCas
   for (const GemmCase& c : cases) {
     const auto [a, b] = operands(c);
     nlohmann::json row = {{"name", c.name}, {"M", c.M}, {"K", c.K}, {"N", c.N}, {"ta", c.ta}, {"tb", c.tb}};
+    // ~0.2 s of this product first: right after uploading the LM head's 824 MB operand, the per-shape choice
+    // read 57-68 TFLOP/s on an H200 and the same tile 209 when timed next (docs/PERFORMANCE.md, session 9).
+    be.set_cm_tile("");
+    const auto warm_until = std::chrono::steady_clock::now() + std::chrono::milliseconds(quick ? 0 : 200);
+    do {
+      ops::matmul(a, b, c.ta, c.tb);
+      be.sync();
+    } while (std::chrono::steady_clock::now() < warm_until);
     row["auto"] = time_tile(c, a, b, "");  // the per-shape choice first: what compare.py quotes
     row["auto"]["tile"] = be.cm_tile(c.M, c.N, c.K, 1).name;
     for (const vk::CmTile& t : vk::cm_tiles()) row["tiles"][t.name] = time_tile(c, a, b, t.name);
