@@ -66,10 +66,18 @@ layout(std430, binding = 4) readonly buffer LSE { float lse[]; };
 layout(std430, binding = 5) readonly buffer DR { float drow[]; };
 #if defined(DQ)
 layout(std430, binding = 6) writeonly buffer DQO { float16_t dq[]; };
+#ifdef DQS
+layout(std430, binding = 7) readonly buffer DSR { uvec4 ds8[]; };  // dS^T from the dk/dv kernel
+#endif
 #else
 layout(std430, binding = 6) writeonly buffer DKO { float16_t dk[]; };
 layout(std430, binding = 7) writeonly buffer DVO { float16_t dv[]; };
+#ifdef DQS
+layout(std430, binding = 8) writeonly buffer DSW { float16_t dsw[]; };  // dS^T for the dq kernel
 #endif
+#endif
+// DQS: dS^T of head bh is a (PAD64(tk), PAD64(tq)) f16 matrix at bh * PAD64(tk) * PAD64(tq): keys as rows.
+#define PAD64(x) (((x) + 63u) & ~63u)
 #endif
 
 #endif

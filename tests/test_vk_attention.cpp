@@ -309,9 +309,12 @@ TEST_CASE("vk attention f16, head size 64: every tensor-core and SIMT kernel mat
     const auto ap = params(c);
     const auto cf = on_cpu([&] { return ops::attention(in.q, in.k, in.v, ap); });
     const auto cb = on_cpu([&] { return ops::attention_backward(in.dout, in.q, in.k, in.v, cf.out, cf.lse, ap, c.views); });
-    for (const std::string mode : {"auto", "cm", "simt"}) {
-      INFO("ALPHA_VK_ATTENTION mode: " << mode);
+    for (const std::string run : {"auto", "auto/recompute", "cm", "simt"}) {
+      const std::string mode = run.substr(0, run.find('/'));
+      const bool dq_from_ds = run.find("recompute") == std::string::npos;
+      INFO("ALPHA_VK_ATTENTION mode: " << run);
       gpu().set_attention_mode(mode);
+      gpu().set_attention_dq_from_ds(dq_from_ds);
       const std::string want = mode == "auto" ? auto_kernel : mode == "cm" ? cm_kernel : "attention";
       gpu().sync();
       const auto k0 = gpu().runtime().kernel_counts();
@@ -328,14 +331,18 @@ TEST_CASE("vk attention f16, head size 64: every tensor-core and SIMT kernel mat
       auto k1 = gpu().runtime().kernel_counts();
       auto ran = [&](const std::string& k) { return k1[k] - (k0.count(k) ? k0.at(k) : 0); };
       for (const std::string k : {"attention_cmr", "attention_cm"}) {
+        const bool ds = want == k && k == "attention_cmr" && dq_from_ds;  // dq from the stored dS^T
         CHECK(ran(k + "_f16") == (want == k ? 1 : 0));
-        CHECK(ran(k + "_dq_f16") == (want == k ? 1 : 0));
-        CHECK(ran(k + "_dkdv_f16") == (want == k ? 1 : 0));
+        CHECK(ran(k + "_dq_f16") == (want == k && !ds ? 1 : 0));
+        CHECK(ran(k + "_dkdv_f16") == (want == k && !ds ? 1 : 0));
+        CHECK(ran(k + "_dqs_dq_f16") == (ds ? 1 : 0));
+        CHECK(ran(k + "_dqs_dkdv_f16") == (ds ? 1 : 0));
       }
       CHECK(ran("attention_f16") == (want == "attention" ? 1 : 0));
       CHECK(ran("attention_rowdot_f16") + ran("attention_rowdot_f16_vec4") == 1);
     }
     gpu().set_attention_mode(vk::attention_mode_from_env());
+    gpu().set_attention_dq_from_ds(vk::attention_dq_from_ds_from_env());
   }
   expect_clean();
 }

@@ -39,6 +39,7 @@ std::string cm_tile_from_env();
 // are written for; else attention_cm, scores through shared memory; both need f16, head size 64, NV cooperative
 // matrix), "cm" = never attention_cmr, "simt" = never tensor cores.
 std::string attention_mode_from_env();
+bool attention_dq_from_ds_from_env();  // ALPHA_VK_ATTENTION_DQ: "ds" (default) or "recompute"
 
 class VulkanBackend : public Backend {
  public:
@@ -62,6 +63,8 @@ class VulkanBackend : public Backend {
   Runtime& runtime() { return *rt_; }
   void set_matmul_mode(MatmulMode m) { matmul_mode_ = m; }
   void set_attention_mode(std::string mode);  // auto | cm | simt (ValueError otherwise)
+  // attention_cmr's dq from the dS^T its dk/dv kernel stores (true) or by recomputing S and dP (false).
+  void set_attention_dq_from_ds(bool on) { attention_dq_from_ds_ = on; }
   // The kernel family fused attention of `dtype`, head size D, runs with: "attention_cmr", "attention_cm" or
   // "attention".
   std::string attention_kernel(DType dtype, int64_t D) const;
@@ -166,6 +169,7 @@ class VulkanBackend : public Backend {
   MatmulMode matmul_mode_ = matmul_mode_from_env();
   std::string cm_tile_ = cm_tile_from_env();
   std::string attention_mode_ = attention_mode_from_env();
+  bool attention_dq_from_ds_ = attention_dq_from_ds_from_env();
   mutable int quad_layout_ = -1;  // coopmat_quad_layout(): -1 not probed yet
 };
 

@@ -208,7 +208,7 @@ nlohmann::json bench_attention(const GpuBenchOptions& o, vk::VulkanBackend& be, 
   for (const auto& [name, ns] : be.kernel_gpu_ns())  // the whole run's per-kernel GPU time, for the split
     if (name.rfind("attention", 0) == 0) r["kernel_ms"][name] = double(ns) / 1e6;
   if (be.runtime().device().features().pipeline_stats)  // ALPHA_VK_PIPELINE_STATS=1: registers per kernel
-    for (const char* k : {"_f16", "_dq_f16", "_dkdv_f16"})
+    for (const char* k : {"_f16", "_dq_f16", "_dkdv_f16", "_dqs_dq_f16", "_dqs_dkdv_f16"})
       if (auto st = be.runtime().pipelines().executable_stats(r["kernel"].get<std::string>() + k); !st.empty())
         r["pipeline_stats"][r["kernel"].get<std::string>() + k] = st;
   return r;
