@@ -5,7 +5,7 @@
 //              leaves p, m, v bit-identical); else g = grad * stats[2] (the unscale and clip coefficient), then
 //              p = p * decay (>= 2-D params only); m = fma(1-b1, g, m*b1); v = fma((1-b2)*g, g, v*b2) (exact);
 //              p = p + (neg_step * m) / (sqrt(v) / bc2_sqrt + eps), in the CPU's operation order.
-//   NORM_PARTIAL: sum of squares of one grad times inv_scale (f16 loss scaling: the unscaled grad, like
+//   NORM_PARTIAL: sum of squares of each grad (up to ADAMW_NORM_GRADS per dispatch) times inv_scale (f16 loss scaling: the unscaled grad, like
 //              LossScaler::unscale; 1 otherwise), one (hi, lo) float-float partial per workgroup of CHUNK
 //              elements, written at partials[out_offset + group]. Float-float (~44-bit) sums track the CPU's
 //              double sum.
@@ -26,18 +26,43 @@
 
 #if defined(NORM_PARTIAL)
 layout(push_constant) uniform Push { AdamWNormPC p; };
-layout(std430, binding = 0) readonly buffer G { float g[]; };
-layout(std430, binding = 1) buffer P { vec2 partials[]; };
+// Up to ADAMW_NORM_GRADS grads per dispatch (unused bindings repeat the last one); grad w's partials are the
+// groups [first[w], first[w] + ceil(n[w] / CHUNK)), written at out_offset + group as with one grad per dispatch.
+layout(std430, binding = 0) readonly buffer G0 { float g0[]; };
+layout(std430, binding = 1) readonly buffer G1 { float g1[]; };
+layout(std430, binding = 2) readonly buffer G2 { float g2[]; };
+layout(std430, binding = 3) readonly buffer G3 { float g3[]; };
+layout(std430, binding = 4) readonly buffer G4 { float g4[]; };
+layout(std430, binding = 5) readonly buffer G5 { float g5[]; };
+layout(std430, binding = 6) readonly buffer G6 { float g6[]; };
+layout(std430, binding = 7) readonly buffer G7 { float g7[]; };
+layout(std430, binding = ADAMW_NORM_GRADS) buffer P { vec2 partials[]; };
+// Element i of grad w (workgroup-uniform): a switch, so every binding is indexed statically.
+float grad_at(uint w, uint i) {
+  switch (w) {
+    case 0u: return g0[i];
+    case 1u: return g1[i];
+    case 2u: return g2[i];
+    case 3u: return g3[i];
+    case 4u: return g4[i];
+    case 5u: return g5[i];
+    case 6u: return g6[i];
+    default: return g7[i];
+  }
+}
 void main() {
   const uint grp = linear_group();
-  const uint base = grp * WG * ADAMW_NORM_ITEMS;
-  if (base >= p.n) return;  // uniform per workgroup
+  uint w = 0u;
+  for (uint k = 1u; k < ADAMW_NORM_GRADS; ++k)
+    if (k < p.count && grp >= p.first[k]) w = k;
+  const uint base = (grp - p.first[w]) * WG * ADAMW_NORM_ITEMS;
+  if (base >= p.n[w]) return;  // uniform per workgroup (grid padding)
   vec2 acc = vec2(0.0);
   for (uint k = 0; k < ADAMW_NORM_ITEMS; ++k) {
     const uint i = base + k * WG + gl_LocalInvocationID.x;
     // inv_scale is a power of two in practice, so g * inv_scale is exact, as on the CPU.
-    if (i >= p.n) continue;
-    precise float gi = g[i] * p.inv_scale;
+    if (i >= p.n[w]) continue;
+    precise float gi = grad_at(w, i) * p.inv_scale;
     acc = dd_add(acc, dd_square(gi));
   }
   acc = wg_dd_sum(acc);

@@ -61,7 +61,8 @@ struct AttentionPC {
 // elements per workgroup at out_offset; the final norm over `parts` partials; the loss accumulation.
 #define ADAMW_NORM_ITEMS 32
 struct AdamWPC { uint n; float decay; float b1; float omb1; float b2; float omb2; float bc2_sqrt; float eps; float neg_step; uint apply_decay; };
-struct AdamWNormPC { uint n; uint out_offset; float inv_scale; };
+#define ADAMW_NORM_GRADS 8  // grads per norm-partial dispatch: one barrier per 8 grads, not per grad
+struct AdamWNormPC { uint count; uint out_offset; float inv_scale; uint n[ADAMW_NORM_GRADS]; uint first[ADAMW_NORM_GRADS]; };
 struct AdamWFinalPC { uint parts; float max_norm; float inv_scale; uint check_loss; };
 struct AdamWLossPC { uint first; };
 // GPU Muon (muon.comp): one (rows, cols) matrix of n elements at `offset` of a (G, m, n) stack, transposed when
@@ -77,7 +78,7 @@ static_assert(sizeof(RopePC) == 28 && sizeof(SwiGLUPC) == 16);
 static_assert(sizeof(SumPC) == 20 && sizeof(SoftmaxPC) == 16 && sizeof(LayerNormPC) == 24);
 static_assert(sizeof(CrossEntropyPC) == 16 && sizeof(EmbeddingPC) == 16 && sizeof(DropoutPC) == 28);
 static_assert(sizeof(CopyPC) == 96 && sizeof(AttentionPC) == 128);
-static_assert(sizeof(AdamWPC) == 40 && sizeof(AdamWNormPC) == 12 && sizeof(AdamWFinalPC) == 16 && sizeof(AdamWLossPC) == 4);
+static_assert(sizeof(AdamWPC) == 40 && sizeof(AdamWNormPC) == 76 && sizeof(AdamWFinalPC) == 16 && sizeof(AdamWLossPC) == 4);
 static_assert(sizeof(MuonMomentumPC) == 32 && sizeof(MuonNormPC) == 8 && sizeof(MuonUpdatePC) == 36);
 }  // namespace alpha::vk::pc
 #endif

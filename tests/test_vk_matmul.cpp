@@ -78,13 +78,16 @@ TEST_CASE("vk matmul kernel choice: coopmat only where the device has NV coopera
 TEST_CASE("vk matmul coopmat tile choice by shape (the H100 sweep's rule; the choice is made on every device)") {
   GpuScope g;
   gpu().set_cm_tile("");
-  // GPT-2 124M (B8 T1024): wide products on 128 x 64 tiles; the 768-wide weight gradients (few workgroups even
-  // after split-K) on 64 x 64; the LM head's gradient (many tiles) on 128 x 64; large squares on 128 x 128.
+  // GPT-2 124M (B8 T1024): wide products on 128 x 64 tiles; the 768-wide weight gradients too, in enough K slices
+  // for kTargetGroupsCm workgroups; the LM head's gradient (many tiles) on 128 x 64; large squares on 128 x 128;
+  // a small grid that a short K cannot split (fewer than kSmallGrid workgroups) on 64 x 64.
   CHECK(std::string(gpu().cm_tile(8192, 2304, 768, 1).name) == "128x64w4k64s1p0");
   CHECK(std::string(gpu().cm_tile(8192, 768, 3072, 1).name) == "128x64w4k64s1p0");
-  CHECK(std::string(gpu().cm_tile(768, 768, 8192, 1).name) == "64x64w4k64s1p0");
-  CHECK(std::string(gpu().cm_tile(3072, 768, 8192, 1).name) == "64x64w4k64s1p0");
-  CHECK(std::string(gpu().cm_tile(2304, 768, 8192, 1).name) == "128x64w4k64s1p0");  // split-K doubles its 216 tiles
+  CHECK(std::string(gpu().cm_tile(768, 768, 8192, 1).name) == "128x64w4k64s1p0");
+  CHECK(gpu().matmul_splits("matmul_cm_f16", 768, 768, 8192, 1, 128, 64) == 11);  // 72 tiles -> 792 workgroups
+  CHECK(std::string(gpu().cm_tile(3072, 768, 8192, 1).name) == "128x64w4k64s1p0");
+  CHECK(std::string(gpu().cm_tile(2304, 768, 8192, 1).name) == "128x64w4k64s1p0");
+  CHECK(std::string(gpu().cm_tile(768, 768, 256, 1).name) == "64x64w4k64s1p0");
   CHECK(std::string(gpu().cm_tile(50304, 768, 8192, 1).name) == "128x64w4k64s1p0");
   CHECK(std::string(gpu().cm_tile(4096, 4096, 4096, 1).name) == "128x128w4k64s1");
   // Every tile the rule names exists as a variant, and a forced tile wins.

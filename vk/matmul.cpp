@@ -70,7 +70,8 @@ const CmTile& VulkanBackend::cm_tile(int64_t M, int64_t N, int64_t K, int64_t ba
   if (!cm_tile_.empty()) return tile_named(cm_tile_);
   // From `alpha bench gpu --tiles` on an H100 (docs/PERFORMANCE.md): 128 x 64 tiles without the register prefetch
   // are the fastest or within ~5% at every GPT-2 shape (4096^3 195 TFLOP/s, like the prefetching 128 x 128); a grid
-  // of under ~1.5 waves of them (GPT-2's 768-wide weight gradients) runs 64 x 64 tiles, 3 workgroups per SM.
+  // of under ~1.5 waves of them even after split-K (a K too short to split) runs 64 x 64 tiles, 3 workgroups per SM.
+  // Split-K aims at kTargetGroupsCm workgroups, so the weight gradients (K = B*T) keep 128 x 64 tiles.
   // Large squares keep the prefetching 128 x 128 tile: as fast there, and the p0 tiles' 4096^3 rate swung 92-199
   // TFLOP/s between calls.
   if (M >= 4096 && N >= 4096) return tile_named("128x128w4k64s1");
@@ -103,8 +104,9 @@ int64_t VulkanBackend::matmul_splits(const std::string& kernel, int64_t M, int64
                                      int64_t bm, int64_t bn) const {
   if (kernel == "matmul_f16" || kernel.rfind("matmul_small", 0) == 0) return 1;  // no f32-partials variant / small grids
   const int64_t tiles = cdiv(M, bm) * cdiv(N, bn) * batches;
-  if (tiles >= kTargetGroups || K < 2 * kMinSplitK) return 1;
-  return std::min(cdiv(kTargetGroups, tiles), K / kMinSplitK);
+  const int64_t target = kernel.rfind("matmul_cm", 0) == 0 ? kTargetGroupsCm : kTargetGroups;
+  if (tiles >= target || K < 2 * kMinSplitK) return 1;
+  return std::min(cdiv(target, tiles), K / kMinSplitK);
 }
 
 Tensor VulkanBackend::matmul(const Tensor& a, const Tensor& b, bool ta, bool tb) {
