@@ -9,7 +9,7 @@ GPU AdamW; PyTorch bf16 autocast eager and torch.compile, fused AdamW), tokens/s
 """
 import json, os, subprocess, sys
 
-ALPHA, G = "gpu/alpha", "gpu"
+ALPHA, G = os.environ.get("ALPHA", "gpu/alpha"), os.environ.get("G", "gpu")
 PEAK = float(os.environ.get("PEAK_TFLOPS", "989"))  # H100/H200 SXM dense bf16, for MFU
 
 
@@ -43,41 +43,67 @@ def emit(bench, alpha, torch, unit, higher_better, goal=None, **extra):
 
 gpt2 = ["--config", f"{G}/configs/gpt2_124m.json", "--set", "train.grad_accum=1"]
 shakes = ["--config", f"{G}/configs/shakespeare_char.json", "--set", "model.precision=f16", "--set", "model.dropout=0.0"]
-# ---- Alpha
+# ROUNDS=N (default 1): the attention and step benchmarks of both sides N times, alternating Alpha and PyTorch; each
+# row then quotes the medians and the median of the per-round ratios (the peers' times move by up to 1.5x between
+# calls on this shared machine). The GEMM rows run once.
+ROUNDS = int(os.environ.get("ROUNDS", "1"))
 tiles = json.loads(run([ALPHA, "bench", "gpu", "--tiles", "--json"] + gpt2))
-att_step = json.loads(run([ALPHA, "bench", "gpu", "--only", "attention,step", "--json", "--peak-tflops", str(PEAK)] + gpt2))
-sh_step = json.loads(run([ALPHA, "bench", "gpu", "--only", "step", "--json", "--peak-tflops", str(PEAK)] + shakes))
-# ---- PyTorch
 tg_out = run(["python3", f"{G}/torch_gemm.py", "8192", "768", "50304"])
 tg = {r["name"]: r for r in jlines(tg_out)}
-ta = {r["dtype"]: r for r in jlines(run(["python3", f"{G}/torch_attention.py", "8", "12", "1024", "64", "12"]))}
-tp = jlines(run(["python3", f"{G}/torch_gpt.py", "speed"], timeout=500))
-print(json.dumps(dict(device=tiles.get("device"), torch=tg_out.splitlines()[0])), flush=True)
+rounds = []
+for _ in range(ROUNDS):
+    att_step = json.loads(run([ALPHA, "bench", "gpu", "--only", "attention,step", "--json", "--peak-tflops", str(PEAK)] + gpt2))
+    sh_step = json.loads(run([ALPHA, "bench", "gpu", "--only", "step", "--json", "--peak-tflops", str(PEAK)] + shakes))
+    ta = {r["dtype"]: r for r in jlines(run(["python3", f"{G}/torch_attention.py", "8", "12", "1024", "64", "12"]))}
+    tp = jlines(run(["python3", f"{G}/torch_gpt.py", "speed"], timeout=500))
+    rounds.append(dict(att_step=att_step, sh_step=sh_step, ta=ta, tp=tp))
+print(json.dumps(dict(device=tiles.get("device"), torch=tg_out.splitlines()[0], rounds=ROUNDS)), flush=True)
+
+
+def median(xs):
+    xs = sorted(xs)
+    return xs[len(xs) // 2] if len(xs) % 2 else 0.5 * (xs[len(xs) // 2 - 1] + xs[len(xs) // 2])
+
+
+def emit_rounds(bench, pairs, unit, goal, **extra):
+    """pairs: (alpha ms, torch ms) per round; one row with the medians and the median ratio (torch / alpha)."""
+    ratios = [t / a for a, t in pairs]
+    row = dict(bench=bench, unit=unit, alpha=round(median([a for a, _ in pairs]), 3),
+               torch=round(median([t for _, t in pairs]), 3), ratio=round(median(ratios), 3))
+    if goal is not None:
+        row.update(goal=goal, met=row["ratio"] >= goal)
+    if len(pairs) > 1:
+        row["rounds"] = [[round(a, 3), round(t, 3), round(t / a, 3)] for a, t in pairs]
+    row.update(extra)
+    print(json.dumps(row), flush=True)
+
 
 for r in tiles["gemm"]:
     peer = tg.get(r["name"])
     if peer is None: continue
     emit("gemm " + r["name"], r["auto"]["tflops"], peer["bf16"], "TFLOP/s", True,
          goal=0.5 if r["name"] == "square 4096" else None, tile=r["auto"]["tile"], M=r["M"], K=r["K"], N=r["N"])
-a = att_step["attention"]
 # Wall clock of whole fwd+bwd calls on both sides (the peer: CUDA events); the sum of Alpha's kernel timestamps beside.
-emit("attention fwd+bwd causal B8 H12 T1024 D64 x12 layers", a["fwd_bwd_wall_ms"] * 12, ta["bf16"]["fwd_bwd_ms_layers"],
-     "ms", False, goal=0.5, alpha_kernels_ms=round(a["fwd_bwd_ms"] * 12, 3), alpha_fwd_ms=a["fwd_ms"],
-     torch_fwd_ms=ta["bf16"]["fwd_ms"])
+a0 = rounds[0]["att_step"]["attention"]
+emit_rounds("attention fwd+bwd causal B8 H12 T1024 D64 x12 layers",
+            [(r["att_step"]["attention"]["fwd_bwd_wall_ms"] * 12, r["ta"]["bf16"]["fwd_bwd_ms_layers"]) for r in rounds],
+            "ms", 0.5, alpha_kernels_ms=round(a0["fwd_bwd_ms"] * 12, 3), alpha_fwd_ms=a0["fwd_ms"],
+            torch_fwd_ms=rounds[0]["ta"]["bf16"]["fwd_ms"])
 
 
-def torch_ms(cfg, compiled):
+def torch_ms(tp, cfg, compiled):
     for r in tp:
         if r.get("cfg", "").startswith(cfg) and r.get("prec") == "bf16" and r.get("compile") == compiled and "ms" in r:
             return r
     return None
 
 
-for name, step, cfg in (("gpt2-124M step B8 T1024", att_step["step"], "gpt2"),
-                        ("shakespeare_char step B64 T256", sh_step["step"], "shakespeare")):
+for name, key, cfg in (("gpt2-124M step B8 T1024", "att_step", "gpt2"), ("shakespeare_char step B64 T256", "sh_step", "shakespeare")):
     for compiled in (False, True):
-        peer = torch_ms(cfg, compiled)
-        if peer is None: continue
-        emit(f"{name} vs bf16 {'torch.compile' if compiled else 'eager'}", step["step_ms"], peer["ms"], "ms", False,
-             goal=None if compiled else 1.0, alpha_tok_s=round(step["tokens_per_s"]), torch_tok_s=peer["tok_s"],
-             alpha_mfu=round(step.get("mfu", 0), 3), torch_tflops=peer["tflops"])
+        peers = [torch_ms(r["tp"], cfg, compiled) for r in rounds]
+        if any(p is None for p in peers): continue
+        steps = [r[key]["step"] for r in rounds]
+        emit_rounds(f"{name} vs bf16 {'torch.compile' if compiled else 'eager'}",
+                    [(s["step_ms"], p["ms"]) for s, p in zip(steps, peers)], "ms", None if compiled else 1.0,
+                    alpha_tok_s=round(steps[0]["tokens_per_s"]), torch_tok_s=peers[0]["tok_s"],
+                    alpha_mfu=round(steps[0].get("mfu", 0), 3), torch_tflops=peers[0]["tflops"])

@@ -2,7 +2,8 @@
 # Alpha beside PyTorch on this GPU, in one call (issue 16's goals): GEMM 4096^3 and GPT-2 124M's GEMM shapes, causal
 # attention fwd+bwd (B8 H12 T1024 D64, 12 layers), the GPT-2 124M and shakespeare_char training steps, tokens/s and
 # MFU; one JSON line per benchmark with both figures and the ratio (scripts/gpu/compare.py). Then the GEMM tile sweep
-# itself (every coopmat tile at every shape). Usage (carry .gl and gpu, gpu/ as in README.md): bash gpu/compare.sh
+# itself (every coopmat tile at every shape). ROUNDS=N alternates the attention and step benchmarks of both sides N
+# times (medians, median ratio). Usage (carry .gl and gpu, gpu/ as in README.md): [ROUNDS=N] bash gpu/compare.sh
 set -u
 
 source gpu/setup.sh
