@@ -230,7 +230,9 @@ ops::AttentionGrads VulkanBackend::attention_backward(const Tensor& gin, const T
     // dS^T through memory (attention_cmr.comp DQS): dk/dv stores it (f16, the causal part), dq reads it instead of
     // recomputing S and dP: 2 of the backward's 7 products and its exps. H200, GPT-2 shapes: 0.779 -> 0.712 ms/layer.
     const uint64_t ds_elems = uint64_t(B * H) * uint64_t(pad64(Tq)) * uint64_t(pad64(Tk));
-    const uint64_t ds_cap = std::min<uint64_t>(uint64_t{1} << 30, rt_->device().features().max_storage_buffer_range);
+    // At most 256 MiB (GPT-2 124M at B8 T1024: 201 MB): a few layers' scratch can be alive at once while submissions
+    // are in flight, and larger shapes would crowd smaller GPUs; they take the recompute below.
+    const uint64_t ds_cap = std::min<uint64_t>(uint64_t{1} << 28, rt_->device().features().max_storage_buffer_range);
     if (kernel == "attention_cmr" && attention_dq_from_ds_ && 2 * ds_elems <= ds_cap) {  // else the recompute below
       const auto ds = rt_->scratch(ds_elems * 2);
       rt_->run(kernel + "_dqs_dkdv_f16", {kCmGroup, uint32_t(D), kCmRows},
