@@ -5,10 +5,10 @@
 //              leaves p, m, v bit-identical); else g = grad * stats[2] (the unscale and clip coefficient), then
 //              p = p * decay (>= 2-D params only); m = fma(1-b1, g, m*b1); v = fma((1-b2)*g, g, v*b2) (exact);
 //              p = p + (neg_step * m) / (sqrt(v) / bc2_sqrt + eps), in the CPU's operation order.
-//   NORM_PARTIAL: sum of squares of each grad (up to ADAMW_NORM_GRADS per dispatch) times inv_scale (f16 loss scaling: the unscaled grad, like
-//              LossScaler::unscale; 1 otherwise), one (hi, lo) float-float partial per workgroup of CHUNK
-//              elements, written at partials[out_offset + group]. Float-float (~44-bit) sums track the CPU's
-//              double sum.
+//   NORM_PARTIAL: sum of squares of each grad (up to ADAMW_NORM_GRADS per dispatch) times inv_scale (f16 loss
+//              scaling: the unscaled grad, like LossScaler::unscale; 1 otherwise), one (hi, lo) float-float partial
+//              per workgroup of CHUNK elements, written at partials[out_offset + group]. Float-float (~44-bit)
+//              sums track the CPU's double sum.
 //   NORM_FINAL: one workgroup sums every partial in a fixed order; stats[1] = norm, stats[2] = inv_scale * clip
 //              scale (max_norm / (norm + 1e-6) when max_norm > 0 and norm > max_norm, else 1, like
 //              clip_grad_norm), stats[3] = 1 when the norm (or, with check_loss, the loss sum) is not finite:

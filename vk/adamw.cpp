@@ -1,6 +1,7 @@
 // GpuAdamW: records the grad norm (per-grad partial sums, 8 grads per dispatch, then one fixed-order final sum),
-// the clip scale and one fused update per param (spirv/adamw.comp). Coefficients are computed exactly as optim/adamw.cpp does (in
-// double, rounded to float once), so the kernel performs the CPU's float operations in the CPU's order.
+// the clip scale and one fused update per param (spirv/adamw.comp). Coefficients are computed exactly as
+// optim/adamw.cpp does (in double, rounded to float once), so the kernel performs the CPU's float operations in the
+// CPU's order.
 #include "vk/adamw.h"
 
 #include <algorithm>

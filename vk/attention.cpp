@@ -91,9 +91,9 @@ Tensor indexable(VulkanBackend& be, Runtime& rt, const Tensor& t) {
   return c.defined() && view_layout(c, l) ? c : Tensor();
 }
 
-// The tensor-core kernels stage rows with 16-byte loads: offset and strides in multiples of 8 halves.
 int64_t pad64(int64_t x) { return (x + 63) / 64 * 64; }
 
+// The tensor-core kernels stage rows with 16-byte loads: offset and strides in multiples of 8 halves.
 bool cm_aligned(const uint32_t l[4]) { return l[0] % 8 == 0 && l[1] % 8 == 0 && l[2] % 8 == 0 && l[3] % 8 == 0; }
 
 }  // namespace
@@ -229,9 +229,9 @@ ops::AttentionGrads VulkanBackend::attention_backward(const Tensor& gin, const T
     const uint64_t qg = uint64_t(B * H) * ((Tq + kCmRows - 1) / kCmRows), kg = uint64_t(B * H) * ((Tk + kCmRows - 1) / kCmRows);
     // dS^T through memory (attention_cmr.comp DQS): dk/dv stores it (f16, the causal part), dq reads it instead of
     // recomputing S and dP: 2 of the backward's 7 products and its exps. H200, GPT-2 shapes: 0.779 -> 0.712 ms/layer.
+    // At most 256 MiB of it (GPT-2 124M at B8 T1024: 201 MB): a few layers' scratch can be alive at once while
+    // submissions are in flight, and larger shapes would crowd smaller GPUs; they take the recompute below.
     const uint64_t ds_elems = uint64_t(B * H) * uint64_t(pad64(Tq)) * uint64_t(pad64(Tk));
-    // At most 256 MiB (GPT-2 124M at B8 T1024: 201 MB): a few layers' scratch can be alive at once while submissions
-    // are in flight, and larger shapes would crowd smaller GPUs; they take the recompute below.
     const uint64_t ds_cap = std::min<uint64_t>(uint64_t{1} << 28, rt_->device().features().max_storage_buffer_range);
     if (kernel == "attention_cmr" && attention_dq_from_ds_ && 2 * ds_elems <= ds_cap) {  // else the recompute below
       const auto ds = rt_->scratch(ds_elems * 2);

@@ -83,9 +83,9 @@ class VulkanBackend : public Backend {
   int64_t matmul_splits(const std::string& kernel, int64_t M, int64_t N, int64_t K, int64_t batches,
                         int64_t bm = 128, int64_t bn = 128) const;
   static constexpr int64_t kTargetGroups = 256, kMinSplitK = 256;
-  // Coopmat kernels aim at 768 workgroups: the weight gradients then run 128 x 64 tiles in more K slices. H200,
-  // steps (targets 256 / 512 / 768 / 1024, alternated twice): shakespeare_char 14.6 / 14.1 / 14.0 / 15.2 ms, GPT-2 59.7 /
-  // 59.7 / 59.3 / 62.7 ms (docs/PERFORMANCE.md, session 10).
+  // Coopmat kernels aim at 768 workgroups: the weight gradients then run 128 x 64 tiles in more K slices. H200
+  // steps (targets 256 / 512 / 768 / 1024, alternated twice): shakespeare_char 14.6 / 14.1 / 14.0 / 15.2 ms,
+  // GPT-2 59.7 / 59.7 / 59.3 / 62.7 ms (docs/PERFORMANCE.md, session 10).
   static constexpr int64_t kTargetGroupsCm = 768;
   static constexpr int64_t kSmallGrid = 384;  // cm_tile: fewer 128 x 64 workgroups than this take 64 x 64 tiles
   // Partial sums the embedding backward splits its longest row's `longest` positions over (vk/embedding.cpp).
