@@ -72,8 +72,9 @@ TEST_CASE("vk sum over the last dim and over a leading dim matches the CPU") {
 TEST_CASE("vk column sums in fours (inner % 4 == 0) give the scalar kernel's bits, f32 and f16 input") {
   REQUIRE(kKernelCounts);
   GpuScope g;
-  // (outer, n, 8) sums in fours; the same data with a 9th column runs the scalar kernel (same 64-row chunks at
-  // these sizes): the first 8 sums must be bitwise equal, and both match the CPU.
+  // (outer, n, 8) sums in fours; the same data with a 9th column runs the scalar kernel (the same row chunks at
+  // these sizes: 16 rows for 5000, then passes over the partials): the first 8 sums must be bitwise equal, and both
+  // match the CPU.
   for (const DType dt : {DType::f32, DType::f16})
     for (const Shape& s : {Shape{5000, 8}, Shape{2, 300, 12}}) {
       const int64_t d = static_cast<int64_t>(s.size()) - 2, w = s.back();
@@ -209,9 +210,11 @@ TEST_CASE("vk layernorm forward and backward match the reference (with and witho
 TEST_CASE("vk layernorm dw/db in fours (cols % 4 == 0) give the scalar kernel's bits, f32 and f16") {
   GpuScope g;
   // dw, db of a column depend on that column's x, dy and each row's mean, rstd only: (130, 8) in fours and the same
-  // data with a 9th column (the scalar kernel), given the same mean and rstd, must agree bitwise (3 row chunks).
-  for (const DType dt : {DType::f32, DType::f16}) {
-    const Tensor x9 = randn({130, 9}, 34, 2.0).to(dt), dy9 = randn({130, 9}, 35).to(dt), w9 = randn({9}, 36).to(dt);
+  // data with a 9th column (the scalar kernel), given the same mean and rstd, must agree bitwise (3 row chunks of 64;
+  // 4100 rows: 257 chunks of 16, then two passes over the partials), and match the CPU.
+  for (const DType dt : {DType::f32, DType::f16})
+  for (const int64_t R : {130, 4100}) {
+    const Tensor x9 = randn({R, 9}, 34, 2.0).to(dt), dy9 = randn({R, 9}, 35).to(dt), w9 = randn({9}, 36).to(dt);
     const auto first8 = [](const Tensor& t) { return ops::cat({t.narrow(-1, 0, 8)}, -1); };
     const Tensor x = first8(x9), dy = first8(dy9), w = first8(w9);
     const auto out = on_gpu([&] { return ops::layernorm(x, w, Tensor(), 1e-5); });
@@ -224,6 +227,10 @@ TEST_CASE("vk layernorm dw/db in fours (cols % 4 == 0) give the scalar kernel's 
     CHECK(g4.dw.to_f64_vector() == g1.dw.narrow(0, 0, 8).contiguous().to_f64_vector());
     CHECK(g4.db.to_f64_vector() == g1.db.narrow(0, 0, 8).contiguous().to_f64_vector());
     CHECK(g4.db.to_f64_vector() != std::vector<double>(8, 0.0));
+    const auto c = on_cpu([&] { return ops::layernorm_backward(dy, x, w, out.mean, out.rstd, true); });
+    const double tol = dt == DType::f16 ? 2e-3 : 1e-4;
+    expect_close(g4.dw.to(DType::f32), c.dw.to(DType::f32), tol, tol, "dw " + std::to_string(R));
+    expect_close(g4.db.to(DType::f32), c.db.to(DType::f32), tol, tol, "db " + std::to_string(R));
   }
   expect_clean();
 }

@@ -70,14 +70,11 @@ void VulkanBackend::record_sum(const std::shared_ptr<GpuBuffer>& in, const std::
     rt_->run(in_f16 ? "sum_rows_f16in" : "sum_rows_f32", {128}, {{in, false}, {out, true}}, pc, Runtime::grid(outer), work);
     return;
   }
-  // Long columns: partial sums over chunks, then the same sum over the chunks (fixed order). Chunks shrink from
-  // kSumChunk until ~64K invocations run: a bias gradient (1, 8192, 768) ran as 1536 invocations of 4096 serial
-  // loads, ~0.1 ms each call (5 ms of an H200 GPT-2 step).
-  uint32_t chunk = kSumChunk;
-  while (chunk > 64 && uint64_t(outer) * inner * ((n + chunk - 1) / chunk) < (1u << 16)) chunk /= 2;
-  // Columns in fours where they divide: 8/16-byte loads (an H100 summed 2-byte columns at ~0.7 TB/s); the same
-  // chunks and per-column order as the scalar kernel, so the same bits.
+  // Long columns: partial sums over chunks, then the same sum over the chunks (fixed order). Columns in fours where
+  // they divide: 8/16-byte loads (an H100 summed 2-byte columns at ~0.7 TB/s), each column in the scalar kernel's
+  // order over the chunks.
   const uint32_t vec = inner % 4 == 0 ? 4 : 1;
+  const uint32_t chunk = reduce_chunk(n, uint64_t(outer) * inner / vec);
   const uint32_t chunks = (n + chunk - 1) / chunk;
   const auto part = chunks > 1 ? rt_->scratch(uint64_t(outer) * chunks * inner * 4) : out;
   const pc::SumPC pc{outer, n, inner, chunks > 1 ? 1.0f : scale, chunks > 1 ? chunk : std::max(n, 1u)};

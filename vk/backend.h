@@ -164,6 +164,16 @@ class VulkanBackend : public Backend {
   // Sum of a (outer, n, inner) contiguous buffer times scale, into out (outer * inner floats). Column sums
   // run in chunks of kSumChunk along n (bounded shader loops; more parallel), then sum the chunks.
   static constexpr uint32_t kSumChunk = 4096;
+  // Rows per partial sum of a column reduction over `rows` rows of `lanes` invocations each (columns / 4 for the
+  // quad kernels): halves from kSumChunk until ~128K invocations run, down to 16 rows for long columns (64 for short
+  // ones: a pass over the partials). Counting quads, not columns: 24K invocations of 64 serial loads left a GPT-2
+  // bias gradient latency-bound (~50 us for 12 MB on an H200).
+  static uint32_t reduce_chunk(uint32_t rows, uint64_t lanes) {
+    const uint32_t floor = rows >= 4096 ? 16 : 64;
+    uint32_t chunk = kSumChunk;
+    while (chunk > floor && lanes * ((rows + chunk - 1) / chunk) < (1u << 17)) chunk /= 2;
+    return chunk;
+  }
   // in_f16: the input is f16 (the output is always f32).
   void record_sum(const std::shared_ptr<GpuBuffer>& in, const std::shared_ptr<GpuBuffer>& out, uint32_t outer,
                   uint32_t n, uint32_t inner, float scale, bool in_f16 = false);

@@ -8,7 +8,6 @@ namespace alpha::vk {
 
 namespace {
 constexpr uint32_t kWG = 128;
-constexpr uint32_t kRowChunk = 64;  // dw/db: rows per partial sum (~100K invocations at GPT-2 sizes; 256 left them latency-bound)
 }
 
 ops::LayerNormOut VulkanBackend::layernorm(const Tensor& x, const Tensor& w, const Tensor& b, double eps) {
@@ -37,7 +36,9 @@ ops::LayerNormGrads VulkanBackend::layernorm_backward(const Tensor& dy, const Te
   const auto bw = w.defined() ? rt_->input(w) : bx;
   ops::LayerNormGrads g;
   g.dx = rt_->output(x.shape(), x.dtype());
-  const pc::LayerNormPC pc{uint32_t(rows), uint32_t(cols), 0.0f, w.defined() ? 1u : 0u, has_bias ? 1u : 0u, kRowChunk};
+  // Columns in fours where they divide (8/16-byte loads; each column's rows in the same order: same bits).
+  const uint32_t vec = cols % 4 == 0 ? 4 : 1, row_chunk = reduce_chunk(uint32_t(rows), uint64_t(cols) / vec);
+  const pc::LayerNormPC pc{uint32_t(rows), uint32_t(cols), 0.0f, w.defined() ? 1u : 0u, has_bias ? 1u : 0u, row_chunk};
   rt_->run("layernorm_bwd_dx" + sfx(x) + row_vec(cols), {row_wg(cols)},
            {{bdy, false}, {bx, false}, {bm, false}, {br, false}, {bw, false}, {Runtime::buffer_of(g.dx), true}}, pc,
            Runtime::grid(rows), 10.0 * double(x.numel()));
@@ -46,7 +47,7 @@ ops::LayerNormGrads VulkanBackend::layernorm_backward(const Tensor& dy, const Te
     if (has_bias) g.db = rt_->output({cols});
     // Partial sums per row chunk, (chunks, cols), then summed over the chunks in order. A placeholder for
     // a missing output: written by no invocation (the shader checks the flags).
-    const uint32_t chunks = uint32_t((rows + kRowChunk - 1) / kRowChunk);
+    const uint32_t chunks = uint32_t((rows + row_chunk - 1) / row_chunk);
     const uint64_t part_bytes = uint64_t(chunks) * uint64_t(cols) * 4;
     const auto dummy = rt_->scratch(4);
     auto target = [&](bool has, const Tensor& t) {
@@ -54,8 +55,6 @@ ops::LayerNormGrads VulkanBackend::layernorm_backward(const Tensor& dy, const Te
       return chunks > 1 ? rt_->scratch(part_bytes) : Runtime::buffer_of(t);
     };
     const auto pw = target(w.defined(), g.dw), pb = target(has_bias, g.db);
-    // Columns in fours where they divide (8/16-byte loads; each column's rows in the same order: same bits).
-    const uint32_t vec = cols % 4 == 0 ? 4 : 1;
     rt_->run("layernorm_bwd_dwdb" + sfx(x) + (vec == 4 ? "_vec4" : ""), {kWG},
              {{bdy, false}, {bx, false}, {bm, false}, {br, false}, {pw, true}, {pb, true}}, pc,
              Runtime::grid_for(uint64_t(chunks) * uint64_t(cols) / vec, kWG), 4.0 * double(x.numel()));

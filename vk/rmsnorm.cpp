@@ -8,7 +8,6 @@ namespace alpha::vk {
 
 namespace {
 constexpr uint32_t kWG = 128;
-constexpr uint32_t kRowChunk = 64;
 }  // namespace
 
 ops::RMSNormOut VulkanBackend::rmsnorm(const Tensor& x, const Tensor& w, double eps) {
@@ -32,15 +31,15 @@ ops::RMSNormGrads VulkanBackend::rmsnorm_backward(const Tensor& dy, const Tensor
   const auto bw = w.defined() ? rt_->input(w) : bx;
   ops::RMSNormGrads g;
   g.dx = rt_->output(x.shape(), x.dtype());
-  const pc::LayerNormPC pc{uint32_t(rows), uint32_t(cols), 0.0f, w.defined() ? 1u : 0u, 0u, kRowChunk};
+  const uint32_t vec = cols % 4 == 0 ? 4 : 1, row_chunk = reduce_chunk(uint32_t(rows), uint64_t(cols) / vec);
+  const pc::LayerNormPC pc{uint32_t(rows), uint32_t(cols), 0.0f, w.defined() ? 1u : 0u, 0u, row_chunk};
   rt_->run("rmsnorm_bwd_dx" + sfx(x) + row_vec(cols), {row_wg(cols)},
            {{bdy, false}, {bx, false}, {br, false}, {bw, false}, {Runtime::buffer_of(g.dx), true}}, pc,
            Runtime::grid(rows), 8.0 * double(x.numel()));
   if (w.defined()) {
     g.dw = rt_->output({cols});
-    const uint32_t chunks = uint32_t((rows + kRowChunk - 1) / kRowChunk);
+    const uint32_t chunks = uint32_t((rows + row_chunk - 1) / row_chunk);
     const auto part = chunks > 1 ? rt_->scratch(uint64_t(chunks) * uint64_t(cols) * 4) : Runtime::buffer_of(g.dw);
-    const uint32_t vec = cols % 4 == 0 ? 4 : 1;  // four columns per invocation, same bits
     rt_->run("rmsnorm_bwd_dw" + sfx(x) + (vec == 4 ? "_vec4" : ""), {kWG},
              {{bdy, false}, {bx, false}, {br, false}, {part, true}}, pc,
              Runtime::grid_for(uint64_t(chunks) * uint64_t(cols) / vec, kWG), 3.0 * double(x.numel()));

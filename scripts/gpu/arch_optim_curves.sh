@@ -5,14 +5,15 @@
 # MUON_DEVICE=cpu keeps it on the host). Prints each run's eval curve, best val and median step ms.
 # VARIANTS="label|--set k=v ...;label2|..." adds Llama AdamW runs with those settings (tuning at full size);
 # SKIP_MUON=1 leaves out the Muon runs; SKIP_BASE=1 the GPT-2 and Llama AdamW
-# runs (deterministic: same build, same bits), for a call of variants only.
+# runs (deterministic: same build, same bits), for a call of variants only. STEPS (default 2000) and TIMEOUT (s per
+# run, default 200) size the runs: STEPS=5000 is the whole recipe.
 # Usage (carry .gl and gpu): bash gpu/arch_optim_curves.sh [extra --set ...]
 set -u
 source "$(dirname "$0")/setup.sh"
 run() {
   local label=$1 config=$2; shift 2
   rm -rf "$OUT/$label"  # a label run twice (SKIP_BASE with other settings) starts clean
-  timeout 200 gpu/alpha train gpu/configs/$config --quiet --set data.path=gpu/tinyshakespeare.txt \
+  timeout "${TIMEOUT:-200}" gpu/alpha train gpu/configs/$config --quiet --set data.path=gpu/tinyshakespeare.txt \
     --set out_dir=$OUT/$label --set device=vulkan --set model.precision=f16 --set checkpoint.interval=100000 \
     --set train.max_steps=${STEPS:-2000} --set train.sample_tokens=0 "$@" > $OUT/$label.log 2>&1 || { echo "$label failed"; tail -3 $OUT/$label.log; return; }
   python3 - $OUT/$label/metrics.jsonl $label <<'PY'
