@@ -82,6 +82,25 @@ TEST_CASE("vk barriers are recorded only between dependent dispatches") {
   expect_clean();
 }
 
+TEST_CASE("vk cat writes its inputs' windows without barriers between them; readers of the result wait") {
+  GpuScope g;
+  auto& q = gpu().runtime().queue();
+  const Tensor x = randn({5, 3}, 86), y = randn({2, 3}, 87), z = randn({4, 3}, 88);
+  const Tensor xe = ops::neg(x), ye = ops::neg(y), ze = ops::neg(z);
+  for (const Tensor& t : {xe, ye, ze}) (void)ops::add(t, t);  // after these barriers xe, ye, ze are older epochs'
+  const int64_t b0 = q.stats().barriers;
+  const Tensor c = ops::cat({xe, ye, ze}, 0);  // three copies into disjoint windows of one fresh buffer
+  CHECK(q.stats().barriers == b0);
+  const Tensor d = ops::exp(c);  // reads what the copies wrote: RAW -> one barrier
+  CHECK(q.stats().barriers == b0 + 1);
+  const Tensor e = ops::cat({c, ops::neg(ops::neg(c))}, 1);  // the second input is written this epoch: RAW barriers
+  CHECK(q.stats().barriers > b0 + 1);
+  expect_close(d, on_cpu([&] { return ops::exp(ops::cat({ops::neg(x), ops::neg(y), ops::neg(z)}, 0)); }), 1e-6, 1e-7, "d");
+  expect_close(e, on_cpu([&] { const Tensor r = ops::cat({ops::neg(x), ops::neg(y), ops::neg(z)}, 0);
+                               return ops::cat({r, r}, 1); }), 0, 0, "e");
+  expect_clean();
+}
+
 TEST_CASE("vk buffer pool reuses freed blocks") {
   GpuScope g;
   auto& pool = gpu().runtime().pool();

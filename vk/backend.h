@@ -138,9 +138,9 @@ class VulkanBackend : public Backend {
   // src's view can be read by spirv/copy.comp into an output of out_numel elements (dtype, rank, 32-bit indices).
   bool copyable(const Tensor& src, int64_t out_numel) const;
   // One copy.comp dispatch: src (viewed as `shape`, window wdim/wstart as in strided_copy) into out at ooffset
-  // with out's strides.
+  // with out's strides. disjoint: no other write since the last barrier touches this window of out (Binding).
   void record_copy(const Tensor& src, const Tensor& out, const Shape& shape, int64_t wdim, int64_t wstart,
-                   int64_t ooffset);
+                   int64_t ooffset, bool disjoint = false);
   Tensor binary(uint32_t op, const Tensor& a, const Tensor& b);
   void apply_threshold_env();  // ALPHA_GPU_MIN_WORK, ALPHA_VK_CPU_OPS over thresholds_
   bool f32(const Tensor& t) const { return t.defined() && t.dtype() == DType::f32 && rt_->accepts(t); }

@@ -25,7 +25,7 @@ bool VulkanBackend::copyable(const Tensor& src, int64_t out_numel) const {
 }
 
 void VulkanBackend::record_copy(const Tensor& src, const Tensor& out, const Shape& shape, int64_t wdim, int64_t wstart,
-                                int64_t ooffset) {
+                                int64_t ooffset, bool disjoint) {
   pc::CopyPC pc{};
   const int64_t n = shape_numel(shape);
   pc.n = uint32_t(n);
@@ -42,7 +42,8 @@ void VulkanBackend::record_copy(const Tensor& src, const Tensor& out, const Shap
   pc.wstart = wdim < 0 ? 0u : uint32_t(wstart);
   pc.wlen = wdim < 0 ? pc.size[0] : uint32_t(src.size(wdim));
   const auto bs = rt_->input_storage(src);
-  rt_->run(src.dtype() == DType::f16 ? "copy_u16" : "copy_u32", {256}, {{bs, false}, {Runtime::buffer_of(out), true}},
+  rt_->run(src.dtype() == DType::f16 ? "copy_u16" : "copy_u32", {256},
+           {{bs, false}, {Runtime::buffer_of(out), true, disjoint}},
            pc, Runtime::grid_for(pc.n, 256), double(n));
 }
 
@@ -53,7 +54,9 @@ Tensor VulkanBackend::strided_copy(const Tensor& src, const Shape& out_shape, in
   return out;
 }
 
-// One copy per input into its window of the output (the same kernel: the window's offset and out's strides).
+// One copy per input into its window of the output (the same kernel: the window's offset and out's strides). The
+// windows are disjoint and the output fresh, so the copies need no barriers between them (Llama's per-forward joins
+// of q/k/v and gate/up weights took one barrier per part).
 Tensor VulkanBackend::cat(const std::vector<Tensor>& xs, int64_t dim) {
   Shape shape = xs[0].shape();
   shape[dim] = 0;
@@ -65,7 +68,7 @@ Tensor VulkanBackend::cat(const std::vector<Tensor>& xs, int64_t dim) {
   Tensor out = rt_->output(shape, xs[0].dtype());
   int64_t at = 0;
   for (const Tensor& x : xs) {
-    if (x.numel() > 0) record_copy(x, out, x.shape(), -1, 0, at * out.strides()[dim]);
+    if (x.numel() > 0) record_copy(x, out, x.shape(), -1, 0, at * out.strides()[dim], /*disjoint=*/true);
     at += x.size(dim);
   }
   return out;

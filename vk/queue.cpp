@@ -113,7 +113,7 @@ void LazyQueue::track(Frame& f, std::span<const Binding> uses) {
   bool hazard = false;
   for (const auto& u : uses) {
     const GpuBuffer& b = *u.buf;
-    if (b.write_epoch == epoch_) hazard = true;                // RAW or WAW on a buffer written this epoch
+    if (b.write_epoch == epoch_ && !(u.write && u.disjoint)) hazard = true;  // RAW or WAW (disjoint windows: none)
     if (u.write && b.read_epoch == epoch_) hazard = true;     // WAR: an earlier command still reads it
   }
   if (policy_.barrier_all) hazard = true;

@@ -38,6 +38,9 @@ namespace alpha::vk {
 struct Binding {
   std::shared_ptr<GpuBuffer> buf;
   bool write = false;
+  // A write to a window of buf that no other write since the last barrier touches (cat's inputs into their windows
+  // of a fresh output): no write-after-write barrier. Reads of buf afterwards still wait for it.
+  bool disjoint = false;
 };
 
 class LazyQueue {
