@@ -53,7 +53,8 @@ void GpuMuon::clip_and_step(double lr, double max_norm, double inv_scale) {
   for (const auto& [shape, members] : groups) {
     const auto [m, n] = shape;
     const uint64_t G = members.size(), mn = static_cast<uint64_t>(m * n);  // G * mn < 2^32: the constructor
-    // u, stacked (G, m, n): each matrix's Newton-Schulz input, wide.
+    // u, stacked (G, m, n): each matrix's Newton-Schulz input, wide. Each momentum dispatch writes its own matrix of
+    // the fresh stack (Binding::disjoint: no barriers between them).
     Tensor u = rt.output({static_cast<int64_t>(G), m, n}, DType::f32);
     for (size_t j = 0; j < G; ++j) {
       const size_t i = members[j];
@@ -65,7 +66,8 @@ void GpuMuon::clip_and_step(double lr, double max_norm, double inv_scale) {
                                    static_cast<uint32_t>(j * mn), static_cast<float>(1.0 - muon_.momentum),
                                    static_cast<float>(muon_.momentum), muon_.nesterov ? 1u : 0u};
       rt.run("muon_momentum_f32", {kWG},
-             {{rt.input(g), false}, {rt.input(mom), true}, {Runtime::buffer_of(u), true}, {bs, false}}, mpc,
+             {{rt.input(g), false}, {rt.input(mom), true}, {Runtime::buffer_of(u), true, /*disjoint=*/true}, {bs, false}},
+             mpc,
              Runtime::grid_for(mn, kWG), 6.0 * double(mn));
       mom.storage()->mark_device_written();
     }
