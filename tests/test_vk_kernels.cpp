@@ -6,6 +6,7 @@
 //
 // Dimension legend: N rows, C channels, V vocabulary, M/K/N matmul, Tq/Tk query/key time.
 #include <cmath>
+#include <utility>
 
 #include "core/cpu/elementwise.h"
 #include "tests/vk_test_util.h"
@@ -212,8 +213,8 @@ TEST_CASE("vk layernorm dw/db in fours (cols % 4 == 0) give the scalar kernel's 
   // dw, db of a column depend on that column's x, dy and each row's mean, rstd only: (130, 8) in fours and the same
   // data with a 9th column (the scalar kernel), given the same mean and rstd, must agree bitwise (3 row chunks of 64;
   // 4100 rows: 257 chunks of 16, then two passes over the partials), and match the CPU.
-  for (const DType dt : {DType::f32, DType::f16})
-  for (const int64_t R : {130, 4100}) {
+  for (const auto& [dt, R] : {std::pair{DType::f32, int64_t{130}}, std::pair{DType::f16, int64_t{130}},
+                               std::pair{DType::f32, int64_t{4100}}, std::pair{DType::f16, int64_t{4100}}}) {
     const Tensor x9 = randn({R, 9}, 34, 2.0).to(dt), dy9 = randn({R, 9}, 35).to(dt), w9 = randn({9}, 36).to(dt);
     const auto first8 = [](const Tensor& t) { return ops::cat({t.narrow(-1, 0, 8)}, -1); };
     const Tensor x = first8(x9), dy = first8(dy9), w = first8(w9);

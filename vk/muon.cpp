@@ -67,8 +67,7 @@ void GpuMuon::clip_and_step(double lr, double max_norm, double inv_scale) {
                                    static_cast<float>(muon_.momentum), muon_.nesterov ? 1u : 0u};
       rt.run("muon_momentum_f32", {kWG},
              {{rt.input(g), false}, {rt.input(mom), true}, {Runtime::buffer_of(u), true, /*disjoint=*/true}, {bs, false}},
-             mpc,
-             Runtime::grid_for(mn, kWG), 6.0 * double(mn));
+             mpc, Runtime::grid_for(mn, kWG), 6.0 * double(mn));
       mom.storage()->mark_device_written();
     }
     // x / (|x|_F + 1e-7) per matrix: partial sums of squares, then the division.
