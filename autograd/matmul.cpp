@@ -35,4 +35,21 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b) {
   return b.defined() ? add(y, b) : y;
 }
 
+Tensor linear_master(const Tensor& x, const Tensor& w, const Tensor& b) {
+  ALPHA_CHECK(w.dim() == 2, ShapeError, "[linear] weight must be (out, in), got {}", w.str());
+  ALPHA_CHECK(x.dtype() == DType::f16 && w.dtype() == DType::f32, DTypeError,
+              "[linear] a master-weight linear takes f16 x and an f32 weight, got {} and {}", x.str(), w.str());
+  const Tensor w16 = ops::cast(w, DType::f16);  // (out, in)
+  const bool gx = x.requires_grad(), gw = w.requires_grad();
+  Tensor y = record("linear_master", ops::matmul(x, w16, false, true), {x, w}, [x, w16, gx, gw](const Tensor& g) {
+    Tensor dx, dw;
+    if (gx) dx = ops::matmul(g, w16, false, false);  // (..., out) @ (out, in) -> (..., in), f16
+    if (gw) {  // (R, out)^T @ (R, in) -> (out, in) over the flattened rows, f32
+      dw = ops::matmul_f32(ops::reshape(g, {-1, g.size(-1)}), ops::reshape(x, {-1, x.size(-1)}), true, false);
+    }
+    return std::vector<Tensor>{dx, dw};
+  });
+  return b.defined() ? add(y, b) : y;
+}
+
 }  // namespace alpha::ag

@@ -43,6 +43,7 @@ class Backend {
   virtual Tensor scale(const Tensor&, double /*mul*/, double /*add*/) { return {}; }
   virtual Tensor sum(const Tensor&, int64_t /*dim*/, bool /*keepdim*/) { return {}; }
   virtual Tensor matmul(const Tensor&, const Tensor&, bool, bool) { return {}; }
+  virtual Tensor matmul_f32out(const Tensor&, const Tensor&, bool, bool) { return {}; }  // f16 operands, f32 product
   virtual Tensor embedding(const Tensor&, const Tensor&) { return {}; }
   virtual Tensor embedding_backward(const Tensor&, const Tensor&, int64_t) { return {}; }
   virtual ops::LayerNormOut layernorm(const Tensor&, const Tensor&, const Tensor&, double) { return {}; }

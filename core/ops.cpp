@@ -286,7 +286,9 @@ Tensor sum_to(const Tensor& x, const Shape& shape) {
   return r;
 }
 
-Tensor matmul(const Tensor& a, const Tensor& b, bool ta, bool tb) {
+namespace {
+// f32_out: the product of f16 operands stays f32 (Half::no), through the backend's matmul_f32out.
+Tensor matmul_impl(const Tensor& a, const Tensor& b, bool ta, bool tb, bool f32_out) {
   check_float16(a, "matmul", "a");
   check_float16(b, "matmul", "b");
   check_mixable(a, b, "matmul");
@@ -299,15 +301,20 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool ta, bool tb) {
   const Shape ba(a.shape().begin(), a.shape().end() - 2), bb(b.shape().begin(), b.shape().end() - 2);
   const Shape batch = broadcast_shapes(ba, bb, "matmul");
   const int64_t work = 2 * shape_numel(batch) * M * N * Ka;
+  const bool half_in = a.dtype() == DType::f16 && b.dtype() == DType::f16;
   return dispatch<Tensor>("matmul", {a, b},
       OpClass::matmul, work,
       [&](Backend& be) {
         const auto [ag, tag] = gpu_operand(be, a, ta);
         const auto [bg, tbg] = gpu_operand(be, b, tb);
-        return be.matmul(ag, bg, tag, tbg);
+        return f32_out && half_in ? be.matmul_f32out(ag, bg, tag, tbg) : be.matmul(ag, bg, tag, tbg);
       },
-      [&] { return cpu::matmul(up(a), up(b), ta, tb); });
+      [&] { return cpu::matmul(up(a), up(b), ta, tb); }, f32_out ? Half::no : Half::by_inputs);
 }
+}  // namespace
+
+Tensor matmul(const Tensor& a, const Tensor& b, bool ta, bool tb) { return matmul_impl(a, b, ta, tb, false); }
+Tensor matmul_f32(const Tensor& a, const Tensor& b, bool ta, bool tb) { return matmul_impl(a, b, ta, tb, true); }
 
 Tensor embedding(const Tensor& weight, const Tensor& idx) {
   check_float16(weight, "embedding", "weight");

@@ -56,6 +56,9 @@ Tensor sum_to(const Tensor& x, const Shape& shape);      // undo broadcasting: s
 // a: (..., M, K) [(..., K, M) if trans_a], b: (..., K, N) [(..., N, K) if trans_b] -> (..., M, N).
 // Batch dims broadcast (a 2-D weight against a batch is the common case). f32 and f64.
 Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a = false, bool trans_b = false);
+// The same product returned in f32 whatever the operands (f16 ones are not rounded back to f16): weight gradients
+// of f16 training, which go to f32 master weights.
+Tensor matmul_f32(const Tensor& a, const Tensor& b, bool trans_a = false, bool trans_b = false);
 
 // ---- embedding ----
 Tensor embedding(const Tensor& weight, const Tensor& idx);                         // (V,C), i32 (...) -> (..., C)

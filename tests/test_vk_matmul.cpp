@@ -6,6 +6,8 @@
 
 #include <cmath>
 
+#include "autograd/ops.h"
+#include "autograd/tape.h"
 #include "core/dtype.h"
 #include "vk_test_util.h"
 
@@ -135,6 +137,50 @@ TEST_CASE("vk matmul with f16 operands: f16 out within one f16 rounding of the C
     const std::string k = gpu().matmul_kernel(DType::f16, c.M, c.N, c.K, c.nb);
     CHECK(k == (has ? "matmul_cm_f16" : c.M * c.N * c.nb >= 128 * 128 * 256 ? "matmul_f16" : "matmul_small_f16"));
   }
+  gpu().set_matmul_mode(vk::matmul_mode_from_env());
+  expect_clean();
+}
+
+TEST_CASE("vk matmul_f32 of f16 operands: the f32 product (no f16 rounding), every kernel path; linear_master's grads") {
+  GpuScope g;
+  gpu().set_matmul_mode(vk::MatmulMode::automatic);
+  // Weight-gradient shapes: (R, out)^T (R, in) with a long R (split-K on coopmat devices) and ragged sizes.
+  for (const Case& c : {Case{1, 24, 1000, 40}, Case{1, 17, 33, 65}, Case{1, 64, 4096, 72}}) {
+    const Tensor a = ops::cast(randn({c.K, c.M}, 500 + c.M), DType::f16), b = ops::cast(randn({c.K, c.N}, 600 + c.N), DType::f16);
+    const Tensor got = on_gpu([&] { return ops::matmul_f32(a, b, true, false); });
+    const Tensor want = on_cpu([&] { return ops::matmul_f32(a, b, true, false); });
+    CHECK(got.dtype() == DType::f32);
+    CHECK(want.dtype() == DType::f32);
+    // f32 summation-order differences only where the kernel writes f32; SIMT f16 kernels round once, then widen.
+    const bool f32_kernel = gpu().runtime().device().features().nv_coopmat_f16;
+    expect_close(got, want, f32_kernel ? 1e-5 : 2e-3, (f32_kernel ? 1e-5 : 2e-3) * std::sqrt(double(c.K)),
+                 fmt::format("matmul_f32 {}x{}x{}", c.M, c.K, c.N));
+  }
+  // linear_master: f16 x against an f32 weight: y f16, dx f16, dw f32 equal to the f32 GEMM of the same f16 values.
+  const Tensor gy = ops::cast(randn({3, 50, 40}, 612), DType::f16);
+  const auto run = [&] {  // fresh leaves each run; the loss sum(y * gy) seeds dy = gy
+    Tensor x = ops::cast(randn({3, 50, 24}, 610), DType::f16), w = randn({40, 24}, 611);
+    x.set_requires_grad(true), w.set_requires_grad(true);
+    const Tensor y = ag::linear_master(x, w, Tensor());
+    ag::backward(ag::sum_all(ag::mul(y, gy)));
+    return std::vector<Tensor>{y, x.grad(), w.grad(), x};
+  };
+  const int64_t ops0 = dispatch_stats().gpu_ops;
+  const auto gg = run();  // under the GpuScope: every op on the GPU
+  CHECK(dispatch_stats().gpu_ops - ops0 >= 5);
+  const auto cg = on_cpu(run);
+  const Tensor& x = cg[3];
+  CHECK(gg[0].dtype() == DType::f16);
+  CHECK(gg[1].dtype() == DType::f16);
+  CHECK(gg[2].dtype() == DType::f32);
+  expect_close(gg[0], cg[0], 2e-3, 2e-3, "y");
+  expect_close(gg[1], cg[1], 2e-3, 2e-3, "dx");
+  const Tensor dw_ref = on_cpu([&] {
+    return ops::matmul_f32(ops::reshape(gy, {-1, 40}), ops::reshape(x, {-1, 24}), true, false); });
+  expect_close(cg[2], dw_ref, 0, 0, "dw (CPU) is the f32 GEMM");
+  const double tol = gpu().runtime().device().features().nv_coopmat_f16 ? 1e-5 : 2e-3;  // SIMT: one f16 rounding
+  expect_close(gg[2], dw_ref, tol, tol, "dw (GPU)");
+  CHECK_THROWS_AS(ag::linear_master(cg[2], cg[2], Tensor()), DTypeError);
   gpu().set_matmul_mode(vk::matmul_mode_from_env());
   expect_clean();
 }

@@ -100,6 +100,7 @@ class VulkanBackend : public Backend {
   Tensor scale(const Tensor& x, double mul, double add) override;
   Tensor sum(const Tensor& x, int64_t dim, bool keepdim) override;
   Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b) override;
+  Tensor matmul_f32out(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b) override;
   Tensor embedding(const Tensor& weight, const Tensor& idx) override;
   Tensor embedding_backward(const Tensor& dout, const Tensor& idx, int64_t vocab) override;
   ops::LayerNormOut layernorm(const Tensor& x, const Tensor& w, const Tensor& b, double eps) override;
@@ -142,6 +143,7 @@ class VulkanBackend : public Backend {
   void record_copy(const Tensor& src, const Tensor& out, const Shape& shape, int64_t wdim, int64_t wstart,
                    int64_t ooffset, bool disjoint = false);
   Tensor binary(uint32_t op, const Tensor& a, const Tensor& b);
+  Tensor matmul_out(const Tensor& a, const Tensor& b, bool ta, bool tb, DType out_dtype);  // vk/matmul.cpp
   void apply_threshold_env();  // ALPHA_GPU_MIN_WORK, ALPHA_VK_CPU_OPS over thresholds_
   bool f32(const Tensor& t) const { return t.defined() && t.dtype() == DType::f32 && rt_->accepts(t); }
   bool i32(const Tensor& t) const { return t.defined() && t.dtype() == DType::i32 && rt_->accepts(t); }

@@ -110,6 +110,15 @@ int64_t VulkanBackend::matmul_splits(const std::string& kernel, int64_t M, int64
 }
 
 Tensor VulkanBackend::matmul(const Tensor& a, const Tensor& b, bool ta, bool tb) {
+  return matmul_out(a, b, ta, tb, a.dtype());
+}
+
+Tensor VulkanBackend::matmul_f32out(const Tensor& a, const Tensor& b, bool ta, bool tb) {
+  return a.dtype() == DType::f16 ? matmul_out(a, b, ta, tb, DType::f32) : Tensor();
+}
+
+// out_dtype: a's dtype, or f32 for f16 operands (the "_f32out" variants; split-K sums are not rounded to f16).
+Tensor VulkanBackend::matmul_out(const Tensor& a, const Tensor& b, bool ta, bool tb, DType out_dtype) {
   if (!flt(a) || !flt(b, a)) return {};
   const int64_t M = ta ? a.size(-1) : a.size(-2), K = ta ? a.size(-2) : a.size(-1);
   const int64_t N = tb ? b.size(-2) : b.size(-1);
@@ -119,6 +128,13 @@ Tensor VulkanBackend::matmul(const Tensor& a, const Tensor& b, bool ta, bool tb)
   const int64_t sa = batch_stride(a, batch), sb = batch_stride(b, batch);
   if (sa < 0 || sb < 0 || nb == 0 || M == 0 || N == 0 || nb > 65535) return {};
   std::string kernel = matmul_kernel(a.dtype(), M, N, K, nb);
+  if (out_dtype != a.dtype() && kernel.rfind("matmul_cm", 0) != 0) {  // SIMT f16 kernels have no f32 output:
+    const Tensor h = matmul_out(a, b, ta, tb, a.dtype());              // their f16 product, widened
+    if (!h.defined()) return {};
+    Tensor w = rt_->output(h.shape(), out_dtype);
+    record_cast(Runtime::buffer_of(h), Runtime::buffer_of(w), uint32_t(h.numel()), false);
+    return w;
+  }
   // f16 coopmat with every size and stride a multiple of 8: 16-byte loads of 8 halves.
   const bool vec8 = kernel == "matmul_cm_f16" && M % 8 == 0 && N % 8 == 0 && K % 8 == 0 && a.size(-1) % 8 == 0 &&
                     b.size(-1) % 8 == 0 && sa % 8 == 0 && sb % 8 == 0;
@@ -136,21 +152,22 @@ Tensor VulkanBackend::matmul(const Tensor& a, const Tensor& b, bool ta, bool tb)
   out_shape.push_back(M);
   out_shape.push_back(N);
   const auto bufa = rt_->input(a), bufb = rt_->input(b);
-  Tensor out = rt_->output(out_shape, a.dtype());
+  Tensor out = rt_->output(out_shape, out_dtype);
+  const bool f16_in = a.dtype() == DType::f16, f32_from_f16 = f16_in && out_dtype == DType::f32;
   const pc::MatmulPC pc{uint32_t(M), uint32_t(N), uint32_t(K), uint32_t(a.size(-1)), uint32_t(b.size(-1)),
                         uint32_t(sa), uint32_t(sb), uint32_t(splits), uint32_t(k_chunk)};
   const std::array<uint32_t, 3> groups{uint32_t(cdiv(N, bn)), uint32_t(cdiv(M, bm)), uint32_t(nb * splits)};
   const double flops = 2.0 * double(nb) * double(M) * double(N) * double(K);
   const std::string variant = ct ? kernel + "_vec8_" + ct->name : kernel;
   if (splits == 1) {
-    rt_->run(variant, {ta ? 1u : 0u, tb ? 1u : 0u}, {{bufa, false}, {bufb, false}, {Runtime::buffer_of(out), true}}, pc,
-             groups, flops);
+    rt_->run(f32_from_f16 ? variant + "_f32out" : variant, {ta ? 1u : 0u, tb ? 1u : 0u},
+             {{bufa, false}, {bufb, false}, {Runtime::buffer_of(out), true}}, pc, groups, flops);
     return out;
   }
   // (nb, splits, M, N) f32 partials -> (nb, M, N) sums over the splits in order; f16 outputs round once at the end.
-  const bool f16_out = a.dtype() == DType::f16;
+  const bool f16_out = out_dtype == DType::f16;
   const auto part = rt_->scratch(uint64_t(nb * splits * M * N) * 4);
-  rt_->run(f16_out ? variant + "_f32out" : variant, {ta ? 1u : 0u, tb ? 1u : 0u}, {{bufa, false}, {bufb, false}, {part, true}},
+  rt_->run(f16_in ? variant + "_f32out" : variant, {ta ? 1u : 0u, tb ? 1u : 0u}, {{bufa, false}, {bufb, false}, {part, true}},
            pc, groups, flops);
   const auto sums = f16_out ? rt_->scratch(uint64_t(nb * M * N) * 4) : Runtime::buffer_of(out);
   record_sum(part, sums, uint32_t(nb), uint32_t(splits), uint32_t(M * N), 1.0f);

@@ -84,11 +84,15 @@ const Tensor& GPT::observe(int64_t layer, const char* what, const Tensor& x) con
   return x;
 }
 
+Tensor GPT::linear16(const Tensor& x, const Tensor& w, const Tensor& b) {
+  return x.dtype() == DType::f16 && w.dtype() == DType::f32 ? ag::linear_master(x, w, b) : ag::linear(x, w, b);
+}
+
 Tensor GPT::block_forward(const Block& b, const Tensor& x, bool training, Rng& rng, int64_t layer) const {
   if (cfg_.f16 && b.ln1_w.dtype() != DType::f16) {  // f16 mode: run on f16 copies of the block's weights
     Block h = b;
-    for (Tensor* t : {&h.ln1_w, &h.ln1_b, &h.attn_w, &h.attn_b, &h.proj_w, &h.proj_b, &h.ln2_w, &h.ln2_b, &h.fc_w,
-                      &h.fc_b, &h.fc2_w, &h.fc2_b})
+    // Linear weights stay f32: linear16 casts them and hands their gradients back in f32.
+    for (Tensor* t : {&h.ln1_w, &h.ln1_b, &h.attn_b, &h.proj_b, &h.ln2_w, &h.ln2_b, &h.fc_b, &h.fc2_b})
       if (t->defined()) *t = ag::cast(*t, DType::f16);
     return block_forward(h, x, training, rng, layer);
   }
@@ -97,7 +101,7 @@ Tensor GPT::block_forward(const Block& b, const Tensor& x, bool training, Rng& r
   // Attention: (B, T, C) -> qkv (B, T, 3C) -> q, k, v (B, H, T, D) -> y (B, T, C)
   const int64_t l = layer;
   Tensor h = observe(l, "ln_1", ag::layernorm(x, b.ln1_w, b.ln1_b));
-  Tensor qkv = observe(l, "attn.qkv", ag::linear(h, b.attn_w, b.attn_b));
+  Tensor qkv = observe(l, "attn.qkv", linear16(h, b.attn_w, b.attn_b));
   Tensor y;
   if (cfg_.fused_attention) {
     // One op reading the heads in place from qkv (f16 in f16 mode: y and qkv's gradient are f16 too).
@@ -111,12 +115,12 @@ Tensor GPT::block_forward(const Block& b, const Tensor& x, bool training, Rng& r
     y = ag::reshape(ag::contiguous(ag::transpose(y, 1, 2)), {B, T, C});  // (B, T, C)
   }
   observe(l, "attn.y", y);
-  Tensor a = observe(l, "attn.out", ag::linear(y, b.proj_w, b.proj_b));
+  Tensor a = observe(l, "attn.out", linear16(y, b.proj_w, b.proj_b));
   Tensor x1 = observe(l, "resid_mid", ag::add(x, ag::dropout(a, p, rng, training)));
   // MLP: (B, T, C) -> (B, T, 4C) -> (B, T, C)
   Tensor h2 = observe(l, "ln_2", ag::layernorm(x1, b.ln2_w, b.ln2_b));
-  Tensor m = observe(l, "mlp.act", ag::gelu(ag::linear(h2, b.fc_w, b.fc_b)));
-  Tensor out = observe(l, "mlp.out", ag::linear(m, b.fc2_w, b.fc2_b));
+  Tensor m = observe(l, "mlp.act", ag::gelu(linear16(h2, b.fc_w, b.fc_b)));
+  Tensor out = observe(l, "mlp.out", linear16(m, b.fc2_w, b.fc2_b));
   return observe(l, "resid", ag::add(x1, ag::dropout(out, p, rng, training)));
 }
 
@@ -126,7 +130,7 @@ Tensor GPT::forward(const Tensor& idx, bool training, Rng& rng) const {
   ALPHA_CHECK(T >= 1 && T <= cfg_.block_size, ShapeError, "[gpt] sequence length {} exceeds block_size {}", T,
               cfg_.block_size);
   if (cfg_.llama()) return llama_forward(idx, training, rng);
-  // f16 mode: f16 copies of the weights (one cast of wte serves both of its uses).
+  // f16 mode: f16 copies of the embeddings and norms; the tied head takes wte itself (linear16: an f32 gradient).
   auto w = [&](const Tensor& t) { return cfg_.f16 && t.defined() ? ag::cast(t, DType::f16) : t; };
   const Tensor wte = w(wte_);
   Tensor tok = ag::embedding(wte, idx);                                  // (B, T, C)
@@ -134,7 +138,7 @@ Tensor GPT::forward(const Tensor& idx, bool training, Rng& rng) const {
   Tensor x = observe(-1, "embed", ag::dropout(ag::add(tok, pos), cfg_.dropout, rng, training));
   for (size_t l = 0; l < blocks_.size(); ++l) x = block_forward(blocks_[l], x, training, rng, static_cast<int64_t>(l));
   x = observe(-1, "ln_f", ag::layernorm(x, w(lnf_w_), w(lnf_b_)));
-  return observe(-1, "logits", ag::linear(x, wte, Tensor()));  // tied LM head: (B, T, C) @ (V, C)^T -> (B, T, V)
+  return observe(-1, "logits", linear16(x, wte_, Tensor()));  // tied LM head: (B, T, C) @ (V, C)^T -> (B, T, V)
 }
 
 KVCache GPT::make_cache(int64_t B) const {

@@ -108,7 +108,7 @@ Tensor GPT::llama_block(const LlamaBlock& b, const Tensor& x, int64_t pos0, bool
     k = ag::reshape(ag::linear(h, b.k, Tensor()), {B, T, Hkv, D});
     v = ag::reshape(ag::linear(h, b.v, Tensor()), {B, T, Hkv, D});
   } else {
-    const Tensor qkv = ag::reshape(ag::linear(h, w(ag::cat({b.q, b.k, b.v}, 0)), Tensor()), {B, T, H + 2 * Hkv, D});
+    const Tensor qkv = ag::reshape(linear16(h, ag::cat({b.q, b.k, b.v}, 0), Tensor()), {B, T, H + 2 * Hkv, D});
     if (!cfg_.qk_norm) {
       // One RoPE pass over the whole projection: q and k heads rotate, v's are copied through.
       const Tensor r = ag::rope(qkv, rope_cos_, rope_sin_, pos0, H + Hkv);
@@ -158,14 +158,14 @@ Tensor GPT::llama_block(const LlamaBlock& b, const Tensor& x, int64_t pos0, bool
     }
     y = ag::reshape(ag::contiguous(ag::transpose(y, 1, 2)), {B, T, C});  // (B, T, C)
   }
-  Tensor x1 = ag::add(x, ag::dropout(ag::linear(y, w(b.o), Tensor()), p, rng, drop));
+  Tensor x1 = ag::add(x, ag::dropout(linear16(y, b.o, Tensor()), p, rng, drop));
   // MLP: (B, T, C) -> (B, T, F) -> (B, T, C); SwiGLU on the halves of one (B, T, 2F) gate/up projection
   const Tensor h2 = ag::rmsnorm(x1, w(b.post_norm), eps);
   Tensor m;
-  if (cfg_.mlp_act != "swiglu") m = ag::relu2(ag::linear(h2, w(b.up), Tensor()));
+  if (cfg_.mlp_act != "swiglu") m = ag::relu2(linear16(h2, b.up, Tensor()));
   else if (cached) m = ag::swiglu(ag::linear(h2, b.gate, Tensor()), ag::linear(h2, b.up, Tensor()));
-  else m = ag::swiglu_packed(ag::linear(h2, w(ag::cat({b.gate, b.up}, 0)), Tensor()));
-  return ag::add(x1, ag::dropout(ag::linear(m, w(b.down), Tensor()), p, rng, drop));
+  else m = ag::swiglu_packed(linear16(h2, ag::cat({b.gate, b.up}, 0), Tensor()));
+  return ag::add(x1, ag::dropout(linear16(m, b.down, Tensor()), p, rng, drop));
 }
 
 Tensor GPT::llama_forward(const Tensor& idx, bool training, Rng& rng) const {
@@ -174,7 +174,7 @@ Tensor GPT::llama_forward(const Tensor& idx, bool training, Rng& rng) const {
   Tensor x = ag::dropout(ag::embedding(wte, idx), cfg_.dropout, rng, training);  // (B, T, C)
   for (const LlamaBlock& b : lblocks_) x = llama_block(b, x, 0, training, rng, nullptr, nullptr);
   x = ag::rmsnorm(x, w(lnf_w_), cfg_.norm_eps);
-  return ag::linear(x, lm_head_.defined() ? w(lm_head_) : wte, Tensor());  // (B, T, V)
+  return linear16(x, lm_head_.defined() ? lm_head_ : wte_, Tensor());  // (B, T, V)
 }
 
 Tensor GPT::llama_forward_cached(const Tensor& idx_new, KVCache& cache) const {
