@@ -1,16 +1,18 @@
 #!/usr/bin/env bash
-# GPU machine: an A/B of two builds' training steps in one call: `alpha bench gpu --only step` (median of 10, GPU
+# GPU machine: an A/B of two or more builds' training steps in one call: `alpha bench gpu --only step` (median of 10, GPU
 # AdamW) for GPT-2 124M (f16, B8 T1024), shakespeare_char and the Llama block (f16, dropout 0), ROUNDS times (default
-# 2), the two binaries alternating and their order reversed every other round (the first runs on a cold GPU).
+# 2), the binaries alternating and their order reversed every other round (the first runs on a cold GPU).
 # Prepare here: bash scripts/gpu/prepare.sh, then copy the other build's alpha to gpu/alpha_base.
-# CONFIGS picks the steps (default "gpt2 shakes llama"). Usage (carry .gl and gpu): bash gpu/ab_step.sh [BASE] [NEW]
+# CONFIGS picks the steps (default "gpt2 shakes llama"). Usage (carry .gl and gpu): bash gpu/ab_step.sh [BASE NEW [MORE...]]
+# (default gpu/alpha_base gpu/alpha).
 set -u
 source "$(dirname "$0")/setup.sh"
-base=${1:-gpu/alpha_base} new=${2:-gpu/alpha}
-for f in "$base" "$new"; do [ -x "$f" ] || { echo "[ab_step] $f is not an executable"; exit 2; }; done
+builds=("$@"); [ $# -gt 0 ] || builds=(gpu/alpha_base gpu/alpha)
+reversed=(); for ((i = ${#builds[@]} - 1; i >= 0; --i)); do reversed+=("${builds[i]}"); done
+for f in "${builds[@]}"; do [ -x "$f" ] || { echo "[ab_step] $f is not an executable"; exit 2; }; done
 for round in $(seq 1 "${ROUNDS:-2}"); do
-  bins="$base $new"; [ $((round % 2)) = 0 ] && bins="$new $base"
-  for bin in $bins; do
+  bins=("${builds[@]}"); [ $((round % 2)) = 0 ] && bins=("${reversed[@]}")
+  for bin in "${bins[@]}"; do
     for cfg in ${CONFIGS:-gpt2 shakes llama}; do
       case $cfg in
         gpt2) args=(--config gpu/configs/gpt2_124m.json --set train.grad_accum=1);;
