@@ -53,30 +53,4 @@ Tensor linear_master(const Tensor& x, const Tensor& w, const Tensor& b) {
   });
 }
 
-// f16 training's GPT-2 MLP, one tape node: y = gelu(x @ w1^T + b1) @ w2^T + b2 with f32 master weights. On the
-// GPU the bias and GELU run in the first GEMM's epilogue and GELU's backward in the epilogue of the GEMM giving
-// the gradient at GELU's output (ops::linear_gelu, ops::matmul_gelu_backward): no separate GELU or bias passes.
-Tensor mlp_gelu_master(const Tensor& x, const Tensor& w1, const Tensor& b1, const Tensor& w2, const Tensor& b2,
-                       Tensor* act) {
-  ALPHA_CHECK(x.dtype() == DType::f16 && w1.dtype() == DType::f32 && w2.dtype() == DType::f32, DTypeError,
-              "[mlp] takes f16 x and f32 weights, got {}, {} and {}", x.str(), w1.str(), w2.str());
-  const Tensor w1h = ops::cast(w1, DType::f16), w2h = ops::cast(w2, DType::f16);  // (F, C), (C, F)
-  const ops::LinearGeluOut hg = ops::linear_gelu(x, w1h, b1);                     // (..., F) twice
-  if (act) *act = hg.g;
-  const bool gx = x.requires_grad(), gw1 = w1.requires_grad(), gw2 = w2.requires_grad();
-  const bool gb1 = b1.defined() && b1.requires_grad(), gb2 = b2.defined() && b2.requires_grad();
-  auto rows = [](const Tensor& t) { return ops::reshape(t, {-1, t.size(-1)}); };
-  return record("mlp_gelu_master", ops::linear(hg.g, w2h, b2), {x, w1, b1, w2, b2},
-                [=, h = hg.h, g = hg.g](const Tensor& dy) {  // dy (..., C)
-    const Tensor dh = ops::matmul_gelu_backward(dy, w2h, h);  // (..., F): (dy @ w2) * gelu'(h)
-    Tensor dx, dw1, db1, dw2, db2;
-    if (gw2) dw2 = ops::matmul_f32(rows(dy), rows(g), true, false);  // (C, F), f32
-    if (gb2) db2 = ops::sum_to(dy, b2.shape());
-    if (gw1) dw1 = ops::matmul_f32(rows(dh), rows(x), true, false);  // (F, C), f32
-    if (gb1) db1 = ops::sum_to(dh, b1.shape());
-    if (gx) dx = ops::matmul(dh, w1h, false, false);                 // (..., C)
-    return std::vector<Tensor>{dx, dw1, db1, dw2, db2};
-  });
-}
-
 }  // namespace alpha::ag

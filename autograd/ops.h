@@ -52,10 +52,6 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b);
 // f16 training: x f16, w the f32 master weight, b f16 or undefined. The forward runs on w cast to f16; w's gradient
 // comes back in f32 straight from the GEMM (ops::matmul_f32), never rounded to f16 and cast back.
 Tensor linear_master(const Tensor& x, const Tensor& w, const Tensor& b);
-// f16 training's GPT-2 MLP: gelu(x @ w1^T + b1) @ w2^T + b2, x f16, w1 (F, C) and w2 (C, F) f32 master weights, b1/b2
-// f16 or undefined; *act (if given) receives the GELU output. One tape node (fused epilogues on the GPU).
-Tensor mlp_gelu_master(const Tensor& x, const Tensor& w1, const Tensor& b1, const Tensor& w2, const Tensor& b2,
-                       Tensor* act = nullptr);
 
 // ---- NN ops, one file each in autograd/ ----
 Tensor embedding(const Tensor& weight, const Tensor& idx);                   // (V,C), i32 (...) -> (..., C)

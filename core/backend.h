@@ -51,10 +51,7 @@ class Backend {
                                                  const Tensor&, bool) { return {}; }
   virtual Tensor gelu(const Tensor&) { return {}; }
   virtual Tensor gelu_backward(const Tensor&, const Tensor&) { return {}; }
-  // Fused linear layers on 2-D x (rows, in); core/ops.h's linear, linear_gelu, matmul_gelu_backward.
-  virtual Tensor linear(const Tensor&, const Tensor&, const Tensor&) { return {}; }
-  virtual ops::LinearGeluOut linear_gelu(const Tensor&, const Tensor&, const Tensor&) { return {}; }
-  virtual Tensor matmul_gelu_backward(const Tensor&, const Tensor&, const Tensor&) { return {}; }
+  virtual Tensor linear(const Tensor&, const Tensor&, const Tensor&) { return {}; }  // 2-D x (rows, in), bias fused
   virtual ops::RMSNormOut rmsnorm(const Tensor&, const Tensor&, double) { return {}; }
   virtual ops::RMSNormGrads rmsnorm_backward(const Tensor&, const Tensor&, const Tensor&, const Tensor&) { return {}; }
   virtual Tensor rope(const Tensor&, const Tensor&, const Tensor&, int64_t /*pos0*/, bool /*inverse*/,

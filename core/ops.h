@@ -81,17 +81,10 @@ LayerNormGrads layernorm_backward(const Tensor& dy, const Tensor& x, const Tenso
 Tensor gelu(const Tensor& x);
 Tensor gelu_backward(const Tensor& dy, const Tensor& x);
 
-// ---- Fused linear layers (core/ops_fused.cpp): one GEMM with its epilogue where the backend has one (vk: the f16
-// coopmat tiles), else the composed ops above (same math, each op rounding its own output) ----
-// y = x @ w^T + b: x (..., in), w (out, in), b (out) -> (..., out)
+// ---- Linear layer with its bias in the GEMM's epilogue where the backend has one (vk: the f16 coopmat tiles), else
+// matmul then add (core/ops_linear.cpp) ----
+// y = x @ w^T + b: x (..., in), w (out, in), b (out) or undefined -> (..., out)
 Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b);
-struct LinearGeluOut {
-  Tensor h;  // x @ w^T + b (b may be undefined), GELU's input, kept for the backward
-  Tensor g;  // gelu(h)
-};
-LinearGeluOut linear_gelu(const Tensor& x, const Tensor& w, const Tensor& b);
-// The gradient at h of gelu(h) @ w^T: (dy @ w) * gelu'(h); dy (..., out), w (out, in), h (..., in) -> (..., in)
-Tensor matmul_gelu_backward(const Tensor& dy, const Tensor& w, const Tensor& h);
 
 // ---- Llama-style ops (core/ops_llama.cpp; kernels core/cpu/{rmsnorm,rope,swiglu}.cpp, vk/ alike) ----
 // RMSNorm over the last dim: y = x * rstd * w, rstd = 1 / sqrt(mean(x^2) + eps); w (C) or undefined.

@@ -13,9 +13,7 @@
 // Variants (spirv/CMakeLists.txt): IN_F16 (f16 A/B storage; default f32, converted on load), OUT_F16 (f16 C),
 // VEC8 (with IN_F16: 16-byte loads of 8 halves; M, N, K, lda, ldb and batch strides multiples of 8, which vk/
 // checks), the tile (SG_M, SG_N, FM, FN), BK and STAGES. vk/matmul.cpp's tile table mirrors the tile variants.
-// Epilogues (with OUT_F16, one K slice): EPI_BIAS adds bias[col] (f16, binding EPI_BIAS) before rounding; EPI_GELU
-// stores h = f16(acc [+ bias]) to binding 3 and gelu(h) to C; EPI_DGELU reads h from binding 3 and stores
-// acc * gelu'(h) (the gradient at GELU's input from the product giving the gradient at its output).
+// EPI_BIAS (with OUT_F16, one K slice): adds bias[col] (f16, binding 3) in f32 before the f16 rounding.
 #version 450
 #extension GL_EXT_control_flow_attributes : require
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
@@ -24,11 +22,8 @@
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_NV_cooperative_matrix : require
 #include "push_constants.h"
-#if defined(EPI_GELU) || defined(EPI_DGELU)
-#include "gelu.glsl"
-#endif
-#if (defined(EPI_BIAS) || defined(EPI_GELU) || defined(EPI_DGELU)) && !defined(OUT_F16)
-#error "the epilogues write f16"
+#if defined(EPI_BIAS) && !defined(OUT_F16)
+#error "the bias epilogue writes f16"
 #endif
 
 #ifdef IN_F16
@@ -86,7 +81,12 @@
 #if BM < BK || BN < BK
 #error "tile sides must be at least BK"
 #endif
-#if STAGES * (STAGE_A + STAGE_B) * 2 + SG_M * SG_N * 1024 > 49152
+#ifdef EPI_BIAS
+#define EPI_SHARED (SG_M * SG_N * 512)  // Es
+#else
+#define EPI_SHARED 0
+#endif
+#if STAGES * (STAGE_A + STAGE_B) * 2 + SG_M * SG_N * 1024 + EPI_SHARED > 49152
 #error "the variant needs more shared memory than NVIDIA's 48 KiB"
 #endif
 
@@ -110,13 +110,8 @@ layout(push_constant) uniform Push { MatmulPC p; };
 layout(std430, binding = 0) readonly buffer A { EL_IN a[]; };
 layout(std430, binding = 1) readonly buffer B { EL_IN b[]; };
 layout(std430, binding = 2) writeonly buffer C { OUT_T c[]; };
-#ifdef EPI_GELU
-layout(std430, binding = 3) writeonly buffer H { float16_t h[]; };  // GELU's input, kept for its backward
-#elif defined(EPI_DGELU)
-layout(std430, binding = 3) readonly buffer H { float16_t h[]; };
-#endif
 #ifdef EPI_BIAS
-layout(std430, binding = EPI_BIAS) readonly buffer Bias { float16_t bias[]; };
+layout(std430, binding = 3) readonly buffer Bias { float16_t bias[]; };
 #endif
 
 // A slices: row-major [BM][BK + PAD], or column-major [BK][BM + PAD] when A is transposed; B likewise. Offsets
@@ -124,6 +119,9 @@ layout(std430, binding = EPI_BIAS) readonly buffer Bias { float16_t bias[]; };
 shared EL As[STAGES * STAGE_A / V];
 shared EL Bs[STAGES * STAGE_B / V];
 shared float Cs[SG_M * SG_N * 256];  // one 16 x 16 f32 fragment per subgroup, for edge fragments
+#ifdef EPI_BIAS
+shared float16_t Es[SG_M * SG_N * 256];  // one f16 fragment per subgroup: the bias epilogue's operands
+#endif
 
 // Staging pattern: consecutive invocations take consecutive addresses of the operand's memory (V halves each).
 // t and e stay split: indexing (t + e NT) / R raised the 128x64 p0 tile from 205 to 255 registers (up to 30% slower).
@@ -249,43 +247,35 @@ void main() {
 
   const uint cbase = gl_WorkGroupID.z * p.M * p.N;  // (batch, split) slice
   const bool direct = p.N % 8 == 0;                 // 16-byte aligned rows: whole fragments store straight
-  [[unroll]] for (uint j = 0; j < FN; ++j) {
 #ifdef EPI_BIAS
-    // This fragment column's bias: bias[col] in every row, built in the subgroup's scratch (a fragment's element
-    // order is the driver's, so the broadcast goes through memory); zero past N.
-    fcoopmatNV<32, gl_ScopeSubgroup, 16, 16> fbias;
+  // The bias as a product: acc += I x Bj, Bj's rows all bias[c0 .. c0 + 15] (zero past N), exact in f32. Whole
+  // fragments only (spirv-opt 2022 crashes on matrix + matrix, and element-wise epilogues were 2-3x slower GEMMs).
+  fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> fident, fbias[FN];
+  [[unroll]] for (uint e = 0; e < 8; ++e) Es[sg * 256 + lane + 32 * e] = float16_t((lane + 32 * e) % 17 == 0 ? 1.0 : 0.0);
+  // Hazard (each fill below too): every lane's part of the scratch is written before the subgroup loads from it.
+  subgroupMemoryBarrierShared();
+  subgroupBarrier();
+  coopMatLoadNV(fident, Es, sg * 256, 16, false);
+  [[unroll]] for (uint j = 0; j < FN; ++j) {
+    // Hazard: the previous load is done in every lane before the scratch is rewritten.
+    subgroupBarrier();
     [[unroll]] for (uint e = 0; e < 8; ++e) {
       const uint col = n0 + wn + 16 * j + (lane + 32 * e) % 16;
-      Cs[sg * 256 + lane + 32 * e] = col < p.N ? float(bias[col]) : 0.0;
+      Es[sg * 256 + lane + 32 * e] = col < p.N ? bias[col] : float16_t(0.0);
     }
-    // Hazard: every lane's part of the scratch must be written before the subgroup loads the fragment from it.
     subgroupMemoryBarrierShared();
     subgroupBarrier();
-    coopMatLoadNV(fbias, Cs, sg * 256, 16, false);
-    // Hazard: the load must be done in every lane before an edge fragment below rewrites the scratch.
-    subgroupBarrier();
+    coopMatLoadNV(fbias[j], Es, sg * 256, 16, false);
+  }
 #endif
-    [[unroll]] for (uint i = 0; i < FM; ++i) {
+  [[unroll]] for (uint i = 0; i < FM; ++i) {
+    [[unroll]] for (uint j = 0; j < FN; ++j) {
       const uint r0 = m0 + wm + 16 * i, c0 = n0 + wn + 16 * j;
 #ifdef EPI_BIAS
-      // Per element (spirv-opt 2022 crashes on a matrix + matrix): the same type, so the same element order.
-      [[unroll]] for (int e = 0; e < fbias.length(); ++e) acc[i][j][e] += fbias[e];
+      acc[i][j] = coopMatMulAddNV(fident, fbias[j], acc[i][j]);
 #endif
       if (direct && r0 + 16 <= p.M && c0 + 16 <= p.N) {
-#if defined(EPI_GELU)
-        const fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> h16 = fcoopmatNV<16, gl_ScopeSubgroup, 16, 16>(acc[i][j]);
-        coopMatStoreNV(h16, h, cbase + r0 * p.N + c0, p.N, false);
-        fcoopmatNV<32, gl_ScopeSubgroup, 16, 16> v = fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>(h16);
-        // Per element: the same element of h16 and v whatever the driver's order (one type, converted).
-        [[unroll]] for (int e = 0; e < v.length(); ++e) v[e] = gelu(v[e]);
-        coopMatStoreNV(fcoopmatNV<16, gl_ScopeSubgroup, 16, 16>(v), c, cbase + r0 * p.N + c0, p.N, false);
-#elif defined(EPI_DGELU)
-        fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> h16;
-        coopMatLoadNV(h16, h, cbase + r0 * p.N + c0, p.N, false);
-        const fcoopmatNV<32, gl_ScopeSubgroup, 16, 16> hv = fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>(h16);
-        [[unroll]] for (int e = 0; e < hv.length(); ++e) acc[i][j][e] *= gelu_grad(hv[e]);
-        coopMatStoreNV(fcoopmatNV<16, gl_ScopeSubgroup, 16, 16>(acc[i][j]), c, cbase + r0 * p.N + c0, p.N, false);
-#elif defined(OUT_F16)
+#if defined(OUT_F16)
         coopMatStoreNV(fcoopmatNV<16, gl_ScopeSubgroup, 16, 16>(acc[i][j]), c, cbase + r0 * p.N + c0, p.N, false);
 #else
         coopMatStoreNV(acc[i][j], c, cbase + r0 * p.N + c0, p.N, false);
@@ -298,17 +288,7 @@ void main() {
       subgroupBarrier();
       [[unroll]] for (uint e = 0; e < 8; ++e) {
         const uint idx = lane + 32 * e, row = r0 + idx / 16, col = c0 + idx % 16;
-        if (row >= p.M || col >= p.N) continue;
-        const uint o = cbase + row * p.N + col;
-#if defined(EPI_GELU)
-        const float16_t hv = float16_t(Cs[sg * 256 + idx]);
-        h[o] = hv;
-        c[o] = float16_t(gelu(float(hv)));
-#elif defined(EPI_DGELU)
-        c[o] = float16_t(Cs[sg * 256 + idx] * gelu_grad(float(h[o])));
-#else
-        c[o] = OUT_T(Cs[sg * 256 + idx]);
-#endif
+        if (row < p.M && col < p.N) c[cbase + row * p.N + col] = OUT_T(Cs[sg * 256 + idx]);
       }
       // Hazard: the reads must finish before the next fragment overwrites this subgroup's scratch.
       subgroupBarrier();

@@ -101,9 +101,7 @@ class VulkanBackend : public Backend {
   Tensor sum(const Tensor& x, int64_t dim, bool keepdim) override;
   Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b) override;
   Tensor matmul_f32out(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b) override;
-  Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b) override;                // vk/matmul.cpp
-  ops::LinearGeluOut linear_gelu(const Tensor& x, const Tensor& w, const Tensor& b) override;
-  Tensor matmul_gelu_backward(const Tensor& dy, const Tensor& w, const Tensor& h) override;
+  Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b) override;  // vk/matmul.cpp: the bias epilogue
   Tensor embedding(const Tensor& weight, const Tensor& idx) override;
   Tensor embedding_backward(const Tensor& dout, const Tensor& idx, int64_t vocab) override;
   ops::LayerNormOut layernorm(const Tensor& x, const Tensor& w, const Tensor& b, double eps) override;
@@ -147,10 +145,6 @@ class VulkanBackend : public Backend {
                    int64_t ooffset, bool disjoint = false);
   Tensor binary(uint32_t op, const Tensor& a, const Tensor& b);
   Tensor matmul_out(const Tensor& a, const Tensor& b, bool ta, bool tb, DType out_dtype);  // vk/matmul.cpp
-  // The f16 coopmat tiles' epilogues (spirv/matmul_cm.comp EPI_*): a (M, K) @ op(b), one K slice; undefined when
-  // the shape or tile has none. epi: "bias", "gelu", "bias_gelu" (h written to *h), "dgelu" (h read).
-  Tensor matmul_epilogue(const Tensor& a, const Tensor& b, bool tb, const std::string& epi, const Tensor& bias,
-                         Tensor* h);
   void apply_threshold_env();  // ALPHA_GPU_MIN_WORK, ALPHA_VK_CPU_OPS over thresholds_
   bool f32(const Tensor& t) const { return t.defined() && t.dtype() == DType::f32 && rt_->accepts(t); }
   bool i32(const Tensor& t) const { return t.defined() && t.dtype() == DType::i32 && rt_->accepts(t); }

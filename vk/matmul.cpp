@@ -179,59 +179,28 @@ Tensor VulkanBackend::matmul_out(const Tensor& a, const Tensor& b, bool ta, bool
 
 namespace alpha::vk {
 
-// Tiles with epilogue variants (spirv/CMakeLists.txt): the ones cm_tile picks.
-static bool has_epilogues(const std::string& tile) {
+// Tiles with the bias epilogue (spirv/CMakeLists.txt): the ones cm_tile picks.
+static bool has_bias_epilogue(const std::string& tile) {
   return tile == "128x128w4k64s1" || tile == "128x64w4k64s1p0" || tile == "64x64w4k64s1p0";
 }
 
-Tensor VulkanBackend::matmul_epilogue(const Tensor& a, const Tensor& b, bool tb, const std::string& epi,
-                                      const Tensor& bias, Tensor* h) {
-  if (a.dim() != 2 || b.dim() != 2 || !f16(a) || !f16(b) || (bias.defined() && (!f16(bias) || bias.dim() != 1)))
-    return {};
-  const bool h_in = epi == "dgelu", h_out = epi == "gelu" || epi == "bias_gelu";
-  if ((h_in || h_out) && !h) return {};
-  if (h_in && (!f16(*h) || h->dim() != 2)) return {};
-  const int64_t M = a.size(0), K = a.size(1), N = tb ? b.size(0) : b.size(1);
-  if (M == 0 || N == 0 || matmul_kernel(DType::f16, M, N, K, 1) != "matmul_cm_f16") return {};
-  if (M % 8 != 0 || N % 8 != 0 || K % 8 != 0 || b.size(1) % 8 != 0) return {};  // the 16-byte-load tiles
-  const CmTile& ct = cm_tile(M, N, K, 1);
-  if (!has_epilogues(ct.name) || matmul_splits("matmul_cm_f16", M, N, K, 1, ct.bm, ct.bn) != 1) return {};
-  if (cdiv(M, ct.bm) > 65535 || cdiv(N, ct.bn) > 65535) return {};
-  if (h_in && (h->size(0) != M || h->size(1) != N)) return {};
-  const auto bufa = rt_->input(a), bufb = rt_->input(b);
-  Tensor out = rt_->output({M, N}, DType::f16);
-  const pc::MatmulPC pc{uint32_t(M), uint32_t(N), uint32_t(K), uint32_t(K), uint32_t(b.size(1)), 0, 0, 1, uint32_t(K)};
-  const std::array<uint32_t, 3> groups{uint32_t(cdiv(N, ct.bn)), uint32_t(cdiv(M, ct.bm)), 1};
-  const std::string name = std::string("matmul_cm_f16_vec8_") + ct.name + "_" + epi;
-  const std::initializer_list<uint32_t> spec{0u, tb ? 1u : 0u};
-  const double flops = 2.0 * double(M) * double(N) * double(K);
-  const Binding A{bufa, false}, B{bufb, false}, C{Runtime::buffer_of(out), true};
-  if (epi == "bias") {
-    rt_->run(name, spec, {A, B, C, {rt_->input(bias), false}}, pc, groups, flops);
-  } else if (h_out) {
-    *h = rt_->output({M, N}, DType::f16);
-    const Binding H{Runtime::buffer_of(*h), true};
-    if (bias.defined()) rt_->run(name, spec, {A, B, C, H, {rt_->input(bias), false}}, pc, groups, flops);
-    else rt_->run(name, spec, {A, B, C, H}, pc, groups, flops);
-  } else {
-    rt_->run(name, spec, {A, B, C, {rt_->input(*h), false}}, pc, groups, flops);
-  }
-  return out;
-}
-
+// x (M, K) @ w (N, K)^T + b on an f16 coopmat tile whose epilogue adds b (spirv/matmul_cm.comp EPI_BIAS); undefined
+// where the product would take another path (no coopmat, odd sizes, split-K, a forced tile without the variant).
 Tensor VulkanBackend::linear(const Tensor& x, const Tensor& w, const Tensor& b) {
-  return b.defined() ? matmul_epilogue(x, w, true, "bias", b, nullptr) : Tensor();
-}
-
-ops::LinearGeluOut VulkanBackend::linear_gelu(const Tensor& x, const Tensor& w, const Tensor& b) {
-  ops::LinearGeluOut r;
-  r.g = matmul_epilogue(x, w, true, b.defined() ? "bias_gelu" : "gelu", b, &r.h);
-  return r;
-}
-
-Tensor VulkanBackend::matmul_gelu_backward(const Tensor& dy, const Tensor& w, const Tensor& h) {
-  Tensor hh = h;
-  return matmul_epilogue(dy, w, false, "dgelu", Tensor(), &hh);
+  if (x.dim() != 2 || w.dim() != 2 || b.dim() != 1 || !f16(x) || !f16(w) || !f16(b)) return {};
+  const int64_t M = x.size(0), K = x.size(1), N = w.size(0);
+  if (M == 0 || N == 0 || w.size(1) != K || b.size(0) != N) return {};
+  if (matmul_kernel(DType::f16, M, N, K, 1) != "matmul_cm_f16" || M % 8 != 0 || N % 8 != 0 || K % 8 != 0) return {};
+  const CmTile& ct = cm_tile(M, N, K, 1);
+  if (!has_bias_epilogue(ct.name) || matmul_splits("matmul_cm_f16", M, N, K, 1, ct.bm, ct.bn) != 1) return {};
+  if (cdiv(M, ct.bm) > 65535 || cdiv(N, ct.bn) > 65535) return {};
+  const auto bufx = rt_->input(x), bufw = rt_->input(w), bufb = rt_->input(b);
+  Tensor out = rt_->output({M, N}, DType::f16);
+  const pc::MatmulPC pc{uint32_t(M), uint32_t(N), uint32_t(K), uint32_t(K), uint32_t(K), 0, 0, 1, uint32_t(K)};
+  rt_->run(std::string("matmul_cm_f16_vec8_") + ct.name + "_bias", {0u, 1u},
+           {{bufx, false}, {bufw, false}, {Runtime::buffer_of(out), true}, {bufb, false}}, pc,
+           {uint32_t(cdiv(N, ct.bn)), uint32_t(cdiv(M, ct.bm)), 1}, 2.0 * double(M) * double(N) * double(K));
+  return out;
 }
 
 }  // namespace alpha::vk

@@ -427,9 +427,13 @@ void run_gpu_bench(const GpuBenchOptions& o) {
         out[f16 ? "layout_f16" : "layout_f32"] = lanes;
       }
     if (feat.pipeline_stats) {  // ALPHA_VK_PIPELINE_STATS=1: the driver's register and memory counts per tile
+      {  // the bias epilogue's pipeline (ops::linear) at a GPT shape, so it is built
+        ops::linear(fill_f16({8192, C}, 5), fill_f16({4 * C, C}, 6), fill_f16({4 * C}, 7));
+        be->sync();
+      }
       for (const std::span<const vk::CmTile> list : {vk::cm_tiles(), vk::cm_probes()})
         for (const vk::CmTile& t : list)
-        for (const char* suffix : {"", "_f32out"}) {
+        for (const char* suffix : {"", "_f32out", "_bias"}) {
           const std::string v = std::string("matmul_cm_f16_vec8_") + t.name + suffix;
           if (auto st = be->runtime().pipelines().executable_stats(v); !st.empty()) out["pipeline_stats"][v] = st;
         }

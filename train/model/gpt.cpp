@@ -119,16 +119,8 @@ Tensor GPT::block_forward(const Block& b, const Tensor& x, bool training, Rng& r
   Tensor x1 = observe(l, "resid_mid", ag::add(x, ag::dropout(a, p, rng, training)));
   // MLP: (B, T, C) -> (B, T, 4C) -> (B, T, C)
   Tensor h2 = observe(l, "ln_2", ag::layernorm(x1, b.ln2_w, b.ln2_b));
-  Tensor out;
-  if (h2.dtype() == DType::f16 && b.fc_w.dtype() == DType::f32) {  // f16 mode: one node, fused on the GPU
-    Tensor m;
-    out = ag::mlp_gelu_master(h2, b.fc_w, b.fc_b, b.fc2_w, b.fc2_b, &m);
-    observe(l, "mlp.act", m);
-  } else {
-    Tensor m = observe(l, "mlp.act", ag::gelu(ag::linear(h2, b.fc_w, b.fc_b)));
-    out = ag::linear(m, b.fc2_w, b.fc2_b);
-  }
-  observe(l, "mlp.out", out);
+  Tensor m = observe(l, "mlp.act", ag::gelu(linear16(h2, b.fc_w, b.fc_b)));
+  Tensor out = observe(l, "mlp.out", linear16(m, b.fc2_w, b.fc2_b));
   return observe(l, "resid", ag::add(x1, ag::dropout(out, p, rng, training)));
 }
 

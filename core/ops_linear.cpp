@@ -1,9 +1,8 @@
-// Fused linear layers: a GEMM and the element-wise work after it in one kernel where the backend has it (vk: the
-// epilogues of the f16 coopmat tiles), which saves whole passes over the (rows, out) activations; elsewhere (CPU,
-// devices without the tiles, shapes the tiles do not take) the composed ops, so results agree within rounding.
-// ALPHA_VK_CHECK compares a fused GPU result with the CPU kernels' composition, as the dispatcher does for one op.
+// The linear layer with its bias added in the GEMM's epilogue where the backend has one (vk: the f16 coopmat tiles),
+// which saves a pass over the (rows, out) output; elsewhere (CPU, devices without the tiles, shapes they do not take)
+// matmul then add, so results agree within one f16 rounding. ALPHA_VK_CHECK compares a fused GPU result with the
+// CPU kernels' composition, as the dispatcher does for one op.
 #include "core/cpu/elementwise.h"
-#include "core/cpu/gelu.h"
 #include "core/cpu/matmul.h"
 #include "core/dispatch.h"
 
@@ -21,7 +20,7 @@ Shape with_last(const Tensor& x, int64_t n) {  // x's shape with its last dim n
   return s;
 }
 
-// The backend's fused result when it wants the work and produced one (counted as a GPU op), else nullptr.
+// The active backend when it wants this much work, else nullptr.
 Backend* fused_backend(int64_t work) {
   Backend* be = active_backend();
   return be && be->wants(OpClass::matmul, work) ? be : nullptr;
@@ -73,43 +72,6 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b) {
   }
   const Tensor y = matmul(x, w, false, true);  // (..., in) @ (out, in)^T -> (..., out)
   return b.defined() ? add(y, b) : y;
-}
-
-LinearGeluOut linear_gelu(const Tensor& x, const Tensor& w, const Tensor& b) {
-  check_linear("linear_gelu", x, w, b);
-  const int64_t R = x.numel() / x.size(-1), work = 2 * R * w.size(0) * w.size(1);
-  if (Backend* be = fused_backend(work)) {
-    if (LinearGeluOut r = be->linear_gelu(rows(x), w, b); r.g.defined()) {
-      ++dispatch_stats().gpu_ops;
-      check_fused("linear_gelu.h", r.h, [&] { return cpu_linear(x, w, b); }, {x, w, b});
-      check_fused("linear_gelu.g", r.g, [&] { return cpu::gelu(up(r.h)); }, {x, w, b});
-      return {r.h.view(with_last(x, w.size(0))), r.g.view(with_last(x, w.size(0)))};
-    }
-  }
-  LinearGeluOut r;
-  r.h = linear(x, w, b);
-  r.g = gelu(r.h);
-  return r;
-}
-
-Tensor matmul_gelu_backward(const Tensor& dy, const Tensor& w, const Tensor& h) {
-  check_float16(dy, "matmul_gelu_backward", "dy");
-  check_float16(w, "matmul_gelu_backward", "w");
-  check_float16(h, "matmul_gelu_backward", "h");
-  ALPHA_CHECK(w.dim() == 2 && dy.dim() >= 1 && dy.size(-1) == w.size(0) && h.shape() == with_last(dy, w.size(1)),
-              ShapeError, "[matmul_gelu_backward] dy {}, weight {} (out, in) and h {} do not chain", dy.str(), w.str(),
-              h.str());
-  const int64_t R = dy.numel() / dy.size(-1), work = 2 * R * w.size(0) * w.size(1);
-  if (Backend* be = fused_backend(work)) {
-    if (Tensor dh = be->matmul_gelu_backward(rows(dy), w, rows(h)); dh.defined()) {
-      ++dispatch_stats().gpu_ops;
-      check_fused("matmul_gelu_backward", dh,
-                  [&] { return cpu::gelu_backward(cpu::matmul(up(rows(dy)), up(w), false, false), up(rows(h))); },
-                  {dy, w, h});
-      return dh.view(h.shape());
-    }
-  }
-  return gelu_backward(matmul(dy, w, false, false), h);  // (..., out) @ (out, in) -> (..., in)
 }
 
 }  // namespace alpha::ops

@@ -1,0 +1,86 @@
+// The linear layer with its bias in the epilogue of the f16 coopmat GEMM tiles (core/ops_linear.cpp,
+// spirv/matmul_cm.comp EPI_BIAS) against the CPU, and linear_master's bias gradient. Devices without NV cooperative
+// matrices (lavapipe) run matmul then add; on the GPU machine the bias kernels must have run (kernel counts).
+#include <doctest/doctest.h>
+
+#include <map>
+#include <string>
+
+#include "autograd/ops.h"
+#include "autograd/tape.h"
+#include "core/dtype.h"
+#include "vk_test_util.h"
+
+using namespace alpha;
+using namespace alpha::vktest;
+
+namespace {
+const bool kKernelCounts = setenv("ALPHA_VK_STATS", "1", 0) == 0;  // before the shared backend is built
+
+// Dispatches of the bias epilogue kernels (matmul_cm_f16_vec8_<tile>_bias, any tile) since `before`.
+int64_t bias_runs(const std::map<std::string, int64_t>& before) {
+  int64_t n = 0;
+  const auto& now = gpu().runtime().kernel_counts();
+  for (const vk::CmTile& t : vk::cm_tiles()) {
+    const std::string name = std::string("matmul_cm_f16_vec8_") + t.name + "_bias";
+    const auto a = now.find(name), b = before.find(name);
+    n += (a == now.end() ? 0 : a->second) - (b == before.end() ? 0 : b->second);
+  }
+  return n;
+}
+
+Tensor f16(const Tensor& t) { return ops::cast(t, DType::f16); }
+}  // namespace
+
+TEST_CASE("vk linear with the bias in the GEMM epilogue matches the CPU at tile-cutting shapes") {
+  GpuScope g;
+  REQUIRE(kKernelCounts);
+  const bool cm = gpu().runtime().device().features().nv_coopmat_f16;
+  struct Shape3 { int64_t rows, in, out; };
+  // Rows and columns that cut the 64/128-row tiles and 16-column fragments (out % 16 == 8: half fragments through
+  // the edge path), and a GPT-like block.
+  for (const Shape3 s : {Shape3{200, 64, 72}, Shape3{136, 40, 24}, Shape3{512, 128, 256}}) {
+    const std::string at = fmt::format("rows {} in {} out {}", s.rows, s.in, s.out);
+    const Tensor x = f16(randn({2, s.rows / 2, s.in}, 700 + s.out)), w = f16(randn({s.out, s.in}, 701, 0.3));
+    const Tensor b = f16(randn({s.out}, 702));
+    const auto k0 = gpu().runtime().kernel_counts();
+    const Tensor y = on_gpu([&] { return ops::linear(x, w, b); }, cm ? 1 : 2);  // else matmul, add
+    CHECK(y.dtype() == DType::f16);
+    CHECK(y.shape() == Shape{2, s.rows / 2, s.out});
+    // One f16 rounding of the f32 sum (the CPU rounds the product, then the sum).
+    expect_close(y, on_cpu([&] { return ops::linear(x, w, b); }), 2e-3, 4e-3, "linear " + at);
+    INFO(at);
+    CHECK(bias_runs(k0) == (cm ? 1 : 0));
+    const Tensor y0 = on_gpu([&] { return ops::linear(x, w, Tensor()); });  // no bias: the plain matmul
+    expect_close(y0, on_cpu([&] { return ops::matmul(x, w, false, true); }), 2e-3, 4e-3, "linear without bias " + at);
+  }
+  const Tensor x = f16(randn({4, 8}, 705)), w = f16(randn({16, 8}, 706));
+  CHECK_THROWS_AS(ops::linear(x, w, f16(randn({8}, 707))), ShapeError);       // bias (in), not (out)
+  CHECK_THROWS_AS(ops::linear(x, f16(randn({16, 4}, 708)), Tensor()), ShapeError);  // in 8 vs 4
+  expect_clean();
+}
+
+TEST_CASE("linear_master with a bias: y, dx, dw and db match the CPU; the CPU's node equals matmul then add") {
+  GpuScope g;
+  const Tensor gy = f16(randn({3, 40, 72}, 712));
+  // fresh leaves each run; the loss sum(y * gy) seeds dy = gy. fused: linear_master with the bias, else add after.
+  const auto run = [&](bool with_bias_inside) {
+    Tensor x = f16(randn({3, 40, 48}, 710)), w = randn({72, 48}, 711, 0.3), b = randn({72}, 713);
+    for (Tensor* t : {&x, &w, &b}) t->set_requires_grad(true);
+    const Tensor b16 = ag::cast(b, DType::f16);
+    const Tensor y = with_bias_inside ? ag::linear_master(x, w, b16) : ag::add(ag::linear_master(x, w, Tensor()), b16);
+    ag::backward(ag::sum_all(ag::mul(y, gy)));
+    return std::vector<Tensor>{y, x.grad(), w.grad(), b.grad()};
+  };
+  const auto ref = on_cpu([&] { return run(false); });
+  const auto cpu = on_cpu([&] { return run(true); });
+  const auto got = run(true);
+  const char* names[] = {"y", "dx", "dw", "db"};
+  for (size_t i = 0; i < ref.size(); ++i) {
+    expect_close(cpu[i], ref[i], 0, 0, fmt::format("{} (CPU, bitwise)", names[i]));
+    expect_close(got[i], ref[i], 1e-2, 1e-2, fmt::format("{} (GPU)", names[i]));
+  }
+  CHECK(got[2].dtype() == DType::f32);
+  CHECK(got[3].dtype() == DType::f32);
+  expect_clean();
+}
