@@ -4,7 +4,8 @@
 //   (default)  UPDATE: one invocation per element of one param; nothing when stats[3] is set (a vetoed step
 //              leaves p, m, v bit-identical); else g = grad * stats[2] (the unscale and clip coefficient), then
 //              p = p * decay (>= 2-D params only); m = fma(1-b1, g, m*b1); v = fma((1-b2)*g, g, v*b2) (exact);
-//              p = p + (neg_step * m) / (sqrt(v) / bc2_sqrt + eps), in the CPU's operation order.
+//              p = p + (neg_step * m) / (sqrt(v) / bc2_sqrt + eps), in the CPU's operation order. VEC4: four
+//              elements per invocation through 16-byte loads (n % 4 == 0), each updated as the scalar kernel does.
 //   NORM_PARTIAL: sum of squares of each grad (up to ADAMW_NORM_GRADS per dispatch) times inv_scale (f16 loss
 //              scaling: the unscaled grad, like LossScaler::unscale; 1 otherwise), one (hi, lo) float-float partial
 //              per workgroup of CHUNK elements, written at partials[out_offset + group]. Float-float (~44-bit)
@@ -101,22 +102,48 @@ void main() {
 }
 #else
 layout(push_constant) uniform Push { AdamWPC p; };
-layout(std430, binding = 0) buffer Prm { float prm[]; };
-layout(std430, binding = 1) readonly buffer G { float g[]; };
-layout(std430, binding = 2) buffer M { float m[]; };
-layout(std430, binding = 3) buffer V { float v[]; };
+#ifdef VEC4  // 16-byte loads, four elements per invocation (n % 4 == 0), each with the scalar kernel's operations
+#define T vec4
+#define W 4u
+#else
+#define T float
+#define W 1u
+#endif
+layout(std430, binding = 0) buffer Prm { T prm[]; };
+layout(std430, binding = 1) readonly buffer G { T g[]; };
+layout(std430, binding = 2) buffer M { T m[]; };
+layout(std430, binding = 3) buffer V { T v[]; };
 layout(std430, binding = 4) readonly buffer S { float stats[]; };
+// One element's update, in optim/adamw.cpp's operation order: (p, g, m, v) -> (p, m, v).
+void update(inout float pv, float g0, inout float mv, inout float vv, float gscale) {
+  if (p.apply_decay != 0) pv = pv * p.decay;
+  precise float gi = g0 * gscale;
+  precise float mi = fma_rn(p.omb1, gi, mv * p.b1);
+  precise float vi = fma_rn(p.omb2 * gi, gi, vv * p.b2);
+  precise float denom = div_rn(sqrt_rn(vi), p.bc2_sqrt) + p.eps;
+  pv = pv + div_rn(p.neg_step * mi, denom);
+  mv = mi;
+  vv = vi;
+}
 void main() {
   const uint i = linear_id();
-  if (i >= p.n || stats[3] != 0.0) return;  // a vetoed step (non-finite grads or loss) changes nothing
-  precise float pv = prm[i];
-  if (p.apply_decay != 0) pv = pv * p.decay;
-  precise float gi = g[i] * stats[2];
-  precise float mi = fma_rn(p.omb1, gi, m[i] * p.b1);
-  precise float vi = fma_rn(p.omb2 * gi, gi, v[i] * p.b2);
-  precise float denom = div_rn(sqrt_rn(vi), p.bc2_sqrt) + p.eps;
-  prm[i] = pv + div_rn(p.neg_step * mi, denom);
-  m[i] = mi;
-  v[i] = vi;
+  if (i >= p.n / W || stats[3] != 0.0) return;  // a vetoed step (non-finite grads or loss) changes nothing
+  const float gscale = stats[2];
+  precise T pv = prm[i], mv = m[i], vv = v[i];
+  const T gv = g[i];
+#ifdef VEC4
+  for (uint e = 0u; e < 4u; ++e) {
+    precise float pe = pv[e], me = mv[e], ve = vv[e];
+    update(pe, gv[e], me, ve, gscale);
+    pv[e] = pe;
+    mv[e] = me;
+    vv[e] = ve;
+  }
+#else
+  update(pv, gv, mv, vv, gscale);
+#endif
+  prm[i] = pv;
+  m[i] = mv;
+  v[i] = vv;
 }
 #endif

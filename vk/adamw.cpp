@@ -135,10 +135,11 @@ void GpuAdamW::clip_and_step(double lr, double max_norm, double inv_scale) {
                          static_cast<float>(o.eps),
                          static_cast<float>(-(lr / bc1)),
                          p.dim() >= 2 ? 1u : 0u};
-    rt_.run("adamw_f32", {kWG},
+    const bool vec4 = n % 4 == 0;  // whole buffers: 16-byte aligned; the same per-element operations (same bits)
+    rt_.run(vec4 ? "adamw_f32_vec4" : "adamw_f32", {kWG},
             {{rt_.input(p), true}, {rt_.input(grads[i]), false}, {rt_.input(ms[i]), true}, {rt_.input(vs[i]), true},
              {bs, false}},
-            pc, Runtime::grid_for(n, kWG), 10.0 * double(n));
+            pc, Runtime::grid_for(vec4 ? n / 4 : n, kWG), 10.0 * double(n));
     p.storage()->mark_device_written();
     ms[i].storage()->mark_device_written();
     vs[i].storage()->mark_device_written();
