@@ -8,7 +8,9 @@
 
 #include "autograd/ops.h"
 #include "autograd/tape.h"
+#include "core/backend.h"
 #include "core/dtype.h"
+#include "core/error.h"
 #include "vk_test_util.h"
 
 using namespace alpha;
@@ -82,5 +84,26 @@ TEST_CASE("linear_master with a bias: y, dx, dw and db match the CPU; the CPU's 
   }
   CHECK(got[2].dtype() == DType::f32);
   CHECK(got[3].dtype() == DType::f32);
+  expect_clean();
+}
+
+TEST_CASE("ALPHA_VK_CHECK mode covers the fused linear: a wrong GPU result throws naming the op") {
+  GpuScope g;
+  set_gpu_check(true);
+  struct Off {
+    ~Off() { set_gpu_check(false); }
+  } off;
+  const bool cm = gpu().runtime().device().features().nv_coopmat_f16;
+  const Tensor x = f16(randn({2, 68, 64}, 730)), w = f16(randn({72, 64}, 731, 0.3)), b = f16(randn({72}, 732));
+  CHECK_NOTHROW(ops::linear(x, w, b));
+  corrupt_next_gpu_result();  // the fused kernel's output on coopmat devices, else the matmul before the add
+  try {
+    ops::linear(x, w, b);
+    FAIL("the corrupted result was not reported");
+  } catch (const GpuCheckError& e) {
+    const std::string m = e.what();
+    INFO(m);
+    CHECK(m.find(cm ? "[linear]" : "[matmul]") != std::string::npos);
+  }
   expect_clean();
 }

@@ -175,10 +175,6 @@ Tensor VulkanBackend::matmul_out(const Tensor& a, const Tensor& b, bool ta, bool
   return out;
 }
 
-}  // namespace alpha::vk
-
-namespace alpha::vk {
-
 // Tiles with the bias epilogue (spirv/CMakeLists.txt): the ones cm_tile picks.
 static bool has_bias_epilogue(const std::string& tile) {
   return tile == "128x128w4k64s1" || tile == "128x64w4k64s1p0" || tile == "64x64w4k64s1p0";
