@@ -77,20 +77,24 @@ TEST_CASE("vk matmul kernel choice: coopmat only where the device has NV coopera
   gpu().set_matmul_mode(vk::matmul_mode_from_env());
 }
 
-TEST_CASE("vk matmul coopmat tile choice by shape (the H100 sweep's rule; the choice is made on every device)") {
+TEST_CASE("vk matmul coopmat tile choice by shape (the sweeps' rule; the choice is made on every device)") {
   GpuScope g;
   gpu().set_cm_tile("");
   // GPT-2 124M (B8 T1024): wide products on 128 x 64 tiles; the 768-wide weight gradients too, in enough K slices
   // for kTargetGroupsCm workgroups; the LM head's gradient (many tiles) on 128 x 64; large squares on 128 x 128;
   // a small grid that a short K cannot split (fewer than kSmallGrid workgroups) on 64 x 64.
-  CHECK(std::string(gpu().cm_tile(8192, 2304, 768, 1).name) == "128x64w4k64s1p0");
+  // With the KHR kernels (no B transposes) wide outputs and long products take 128 x 128 (the H200 sweep).
+  const bool khr = gpu().runtime().device().features().khr_coopmat_f16;
+  const std::string wide = khr ? "128x128w4k64s1" : "128x64w4k64s1p0";
+  CHECK(std::string(gpu().cm_tile(8192, 2304, 768, 1).name) == wide);
   CHECK(std::string(gpu().cm_tile(8192, 768, 3072, 1).name) == "128x64w4k64s1p0");
   CHECK(std::string(gpu().cm_tile(768, 768, 8192, 1).name) == "128x64w4k64s1p0");
   CHECK(gpu().matmul_splits("matmul_cm_f16", 768, 768, 8192, 1, 128, 64) == 11);  // 72 tiles -> 792 workgroups
   CHECK(std::string(gpu().cm_tile(3072, 768, 8192, 1).name) == "128x64w4k64s1p0");
   CHECK(std::string(gpu().cm_tile(2304, 768, 8192, 1).name) == "128x64w4k64s1p0");
   CHECK(std::string(gpu().cm_tile(768, 768, 256, 1).name) == "64x64w4k64s1p0");
-  CHECK(std::string(gpu().cm_tile(50304, 768, 8192, 1).name) == "128x64w4k64s1p0");
+  CHECK(std::string(gpu().cm_tile(50304, 768, 8192, 1).name) == wide);
+  CHECK(std::string(gpu().cm_tile(16384, 1536, 384, 1).name) == "128x64w4k64s1p0");  // shakespeare_char's MLP
   CHECK(std::string(gpu().cm_tile(4096, 4096, 4096, 1).name) == "128x128w4k64s1");
   // Every tile the rule names exists as a variant, and a forced tile wins.
   gpu().set_cm_tile("128x128w8k64s1");

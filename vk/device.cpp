@@ -226,6 +226,36 @@ bool nv_coopmat_f16_shape(VkPhysicalDevice pd) {
       return true;
   return false;
 }
+// VK_KHR_cooperative_matrix is newer than Debian's Vulkan headers: its property query and structs by hand
+// (the registry's layouts; component types and scopes share the NV enums' values).
+struct KhrCoopmatProperties {
+  VkStructureType sType;
+  void* pNext;
+  uint32_t MSize, NSize, KSize;
+  uint32_t AType, BType, CType, ResultType;
+  VkBool32 saturatingAccumulation;
+  uint32_t scope;
+};
+constexpr auto kKhrCoopmatPropertiesType = static_cast<VkStructureType>(1000506001);
+constexpr auto kKhrCoopmatFeaturesType = static_cast<VkStructureType>(1000506000);
+using KhrCoopmatQuery = VkResult(VKAPI_PTR*)(VkPhysicalDevice, uint32_t*, KhrCoopmatProperties*);
+
+// The same shape as nv_coopmat_f16_shape, listed by the KHR extension's query.
+bool khr_coopmat_f16_shape(VkInstance inst, VkPhysicalDevice pd) {
+  const auto query = reinterpret_cast<KhrCoopmatQuery>(
+      vkGetInstanceProcAddr(inst, "vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR"));
+  if (!query) return false;
+  uint32_t n = 0;
+  if (query(pd, &n, nullptr) != VK_SUCCESS) return false;
+  std::vector<KhrCoopmatProperties> props(n, KhrCoopmatProperties{kKhrCoopmatPropertiesType, nullptr, 0, 0, 0, 0, 0, 0, 0, 0, 0});
+  if (query(pd, &n, props.data()) != VK_SUCCESS) return false;
+  for (const auto& p : props)
+    if (p.MSize == 16 && p.NSize == 16 && p.KSize == 16 && p.AType == VK_COMPONENT_TYPE_FLOAT16_NV &&
+        p.BType == VK_COMPONENT_TYPE_FLOAT16_NV && p.CType == VK_COMPONENT_TYPE_FLOAT32_NV &&
+        p.ResultType == VK_COMPONENT_TYPE_FLOAT32_NV && p.scope == VK_SCOPE_SUBGROUP_NV)
+      return true;
+  return false;
+}
 }  // namespace
 
 void Device::create_device() {
@@ -278,6 +308,12 @@ void Device::create_device() {
                        (p11.subgroupSupportedOperations & VK_SUBGROUP_FEATURE_SHUFFLE_BIT);
   f.nv_coopmat_f16 = f.nv_cooperative_matrix && f.fp16_arithmetic && f.storage_16bit && f12.vulkanMemoryModel &&
                     f.subgroup_size == 32 && nv_coopmat_f16_shape(physical_);
+  // The KHR twins of the coopmat GEMMs (spirv/nv2khr.h) where the driver has the extension: B fragments without
+  // per-product register transposes. ALPHA_VK_KHR_COOPMAT=0 keeps the NV kernels (A/B comparisons), and so does
+  // the validation layer, whose Debian build predates the KHR extension (it validates the NV kernels instead).
+  const char* khr = std::getenv("ALPHA_VK_KHR_COOPMAT");
+  f.khr_coopmat_f16 = f.nv_coopmat_f16 && f.khr_cooperative_matrix && !(khr && std::string_view(khr) == "0") &&
+                      !validation_ && khr_coopmat_f16_shape(instance_, physical_);
   f.shared_memory_bytes = props.limits.maxComputeSharedMemorySize;
   f.max_workgroup_invocations = props.limits.maxComputeWorkGroupInvocations;
   f.max_push_constants = props.limits.maxPushConstantsSize;
@@ -338,6 +374,16 @@ void Device::create_device() {
     e12.vulkanMemoryModel = VK_TRUE;  // glslang declares it for the subgroup scope of the coopmat types
     e12.pNext = &cm;
   }
+  struct {
+    VkStructureType sType;
+    void* pNext;
+    VkBool32 cooperativeMatrix, cooperativeMatrixRobustBufferAccess;
+  } kcm{kKhrCoopmatFeaturesType, nullptr, VK_TRUE, VK_FALSE};
+  if (f.khr_coopmat_f16) {  // prepended like the features below
+    dev_exts.push_back("VK_KHR_cooperative_matrix");
+    kcm.pNext = e12.pNext;
+    e12.pNext = &kcm;
+  }
   VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR pexec{};
   pexec.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR;
   pexec.pipelineExecutableInfo = VK_TRUE;
@@ -380,12 +426,12 @@ std::string Device::describe() const {
       "device {}: {} ({}), Vulkan {}.{}.{}\n"
       "  fp16 arithmetic: {}, 16-bit storage: {}, timeline semaphores: {}, memory budget ext: {}, device fault ext: {}\n"
       "  subgroup size: {}, shared memory: {} B, max workgroup invocations: {}, push constants: {} B\n"
-      "  max storage buffer range: {} B, cooperative matrix: NV {} (f16 16x16x16 used by matmul: {}), KHR {}\n"
+      "  max storage buffer range: {} B, cooperative matrix: NV {} (f16 16x16x16 used by matmul: {}), KHR {} (matmul's KHR kernels: {})\n"
       "  validation: {}",
       index_, f.name, device_type_name(f.type), VK_API_VERSION_MAJOR(f.api_version),
       VK_API_VERSION_MINOR(f.api_version), VK_API_VERSION_PATCH(f.api_version), f.fp16_arithmetic, f.storage_16bit,
       f.timeline_semaphores, f.memory_budget, f.device_fault, f.subgroup_size, f.shared_memory_bytes, f.max_workgroup_invocations,
-      f.max_push_constants, f.max_storage_buffer_range, f.nv_cooperative_matrix, f.nv_coopmat_f16, f.khr_cooperative_matrix,
+      f.max_push_constants, f.max_storage_buffer_range, f.nv_cooperative_matrix, f.nv_coopmat_f16, f.khr_cooperative_matrix, f.khr_coopmat_f16,
       validation_ ? "on" : "off");
 }
 

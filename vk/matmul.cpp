@@ -75,6 +75,10 @@ const CmTile& VulkanBackend::cm_tile(int64_t M, int64_t N, int64_t K, int64_t ba
   // Large squares keep the prefetching 128 x 128 tile: as fast there, and the p0 tiles' 4096^3 rate swung 92-199
   // TFLOP/s between calls.
   if (M >= 4096 && N >= 4096) return tile_named("128x128w4k64s1");
+  // With the KHR kernels (no B-operand transposes) the 128 x 128 tile also wins on wide outputs and long products:
+  // GPT-2's qkv/fc forward and proj dx (N 2304-3072, +7-11%), the LM head's three products (+15-25%) on an H200.
+  if (rt_->device().features().khr_coopmat_f16 && (N >= 2048 || M >= 32768 || K >= 32768))
+    return tile_named("128x128w4k64s1");
   const CmTile& big = tile_named("128x64w4k64s1p0");
   const int64_t groups = cdiv(M, big.bm) * cdiv(N, big.bn) * batches;
   const int64_t splits = matmul_splits("matmul_cm_f16", M, N, K, batches, big.bm, big.bn);

@@ -54,6 +54,9 @@ const ComputePipeline& PipelineCache::get(const std::string& kernel, std::span<c
   if (mit == modules_.end()) {
     const spirv::Blob* blob = spirv::find_blob(kernel);
     if (!blob) throw VkError(fmt::format("[vk] unknown kernel '{}'", kernel), VK_ERROR_UNKNOWN);
+    // A coopmat kernel's KHR twin (spirv/nv2khr.h) where the device enabled the extension: same kernel, same name.
+    if (dev_->features().khr_coopmat_f16)
+      if (const spirv::Blob* khr = spirv::find_blob(kernel + "_khr")) blob = khr;
     mit = modules_.emplace(kernel, make_shader_module(dev_->get(), {blob->words, blob->count})).first;
   }
   auto lit = layouts_.find({bindings, push_size});
