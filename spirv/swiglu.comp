@@ -2,6 +2,8 @@
 // SWIGLU y = silu(g) * u; with BACKWARD dg = dy * u * s * (1 + g * (1 - s)), du = dy * g * s, s = sigmoid(g).
 // RELU2 y = max(x, 0)^2; with BACKWARD dx = 2 * max(x, 0) * dy. F16: f16 storage, f32 math. SwiGLU reads g and
 // u (and writes dg, du) at SwiGLUPC's index: separate tensors, or the two halves of one packed gate/up tensor.
+// VEC4 (RELU2 with F16): 4 elements per invocation through 8-byte f16vec4 loads, each computed as the scalar kernel
+// does (same bits); n counts vectors.
 #version 450
 #include "f16.glsl"
 #include "common.glsl"
@@ -41,22 +43,31 @@ void main() {
   const float gv = float(g[j]);
   y[i] = ST(gv * sigmoid(gv) * float(u[j + p.up_off]));
 }
-#elif defined(BACKWARD)
-layout(std430, binding = 0) readonly buffer DY { ST dy[]; };
-layout(std430, binding = 1) readonly buffer X { ST x[]; };
-layout(std430, binding = 2) writeonly buffer DX { ST dx[]; };
+#else
+#ifdef VEC4
+#define VT f16vec4
+#define FT vec4
+#else
+#define VT ST
+#define FT float
+#endif
+#ifdef BACKWARD
+layout(std430, binding = 0) readonly buffer DY { VT dy[]; };
+layout(std430, binding = 1) readonly buffer X { VT x[]; };
+layout(std430, binding = 2) writeonly buffer DX { VT dx[]; };
 void main() {
   const uint i = linear_id();
   if (i >= p.n) return;
-  dx[i] = ST(2.0 * max(float(x[i]), 0.0) * float(dy[i]));
+  dx[i] = VT(2.0 * max(FT(x[i]), FT(0.0)) * FT(dy[i]));
 }
 #else
-layout(std430, binding = 0) readonly buffer X { ST x[]; };
-layout(std430, binding = 1) writeonly buffer Y { ST y[]; };
+layout(std430, binding = 0) readonly buffer X { VT x[]; };
+layout(std430, binding = 1) writeonly buffer Y { VT y[]; };
 void main() {
   const uint i = linear_id();
   if (i >= p.n) return;
-  const float v = max(float(x[i]), 0.0);
-  y[i] = ST(v * v);
+  const FT v = max(FT(x[i]), FT(0.0));
+  y[i] = VT(v * v);
 }
+#endif
 #endif

@@ -101,6 +101,18 @@ TEST_CASE("vk swiglu and relu2 forward and backward match the CPU (f32 and f16)"
       expect_close(on_gpu([&] { return ops::relu2_backward(dy, a); }), on_cpu([&] { return ops::relu2_backward(dy, a); }),
                    tol(dt), tol(dt), what + " relu2 backward");
     }
+  {  // f16 sizes that are multiples of 4 run 4 elements per invocation: the scalar kernel's bits (n = 1001 runs it)
+    const Tensor a = as(randn({1001}, 33, 3.0), DType::f16), dy = as(randn({1001}, 34), DType::f16);
+    const Tensor a4 = a.narrow(0, 0, 1000).contiguous(), dy4 = dy.narrow(0, 0, 1000).contiguous();
+    const auto scalar = on_gpu([&] { return ops::relu2(a); }).to_f64_vector();
+    const auto vec = on_gpu([&] { return ops::relu2(a4); }).to_f64_vector();
+    const auto dscalar = on_gpu([&] { return ops::relu2_backward(dy, a); }).to_f64_vector();
+    const auto dvec = on_gpu([&] { return ops::relu2_backward(dy4, a4); }).to_f64_vector();
+    for (size_t i = 0; i < 1000; ++i) {
+      REQUIRE(vec[i] == scalar[i]);
+      REQUIRE(dvec[i] == dscalar[i]);
+    }
+  }
   expect_clean();
 }
 

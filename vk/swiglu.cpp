@@ -56,9 +56,10 @@ Tensor VulkanBackend::relu2(const Tensor& x) {
   if (!flt(x)) return {};
   const auto bx = rt_->input(x);
   Tensor y = rt_->output(x.shape(), x.dtype());
-  const pc::GeluPC pc{uint32_t(x.numel())};
-  rt_->run("relu2" + sfx(x), {256}, {{bx, false}, {Runtime::buffer_of(y), true}}, pc, Runtime::grid_for(pc.n, 256),
-           2.0 * double(x.numel()));
+  const bool v4 = x.dtype() == DType::f16 && x.numel() % 4 == 0;  // 8-byte f16vec4 loads, same bits
+  const pc::GeluPC pc{uint32_t(v4 ? x.numel() / 4 : x.numel())};
+  rt_->run("relu2" + sfx(x) + (v4 ? "_vec4" : ""), {256}, {{bx, false}, {Runtime::buffer_of(y), true}}, pc,
+           Runtime::grid_for(pc.n, 256), 2.0 * double(x.numel()));
   return y;
 }
 
@@ -66,9 +67,10 @@ Tensor VulkanBackend::relu2_backward(const Tensor& dy, const Tensor& x) {
   if (!flt(x) || !flt(dy, x)) return {};
   const auto bdy = rt_->input(dy), bx = rt_->input(x);
   Tensor dx = rt_->output(x.shape(), x.dtype());
-  const pc::GeluPC pc{uint32_t(x.numel())};
-  rt_->run("relu2_bwd" + sfx(x), {256}, {{bdy, false}, {bx, false}, {Runtime::buffer_of(dx), true}}, pc,
-           Runtime::grid_for(pc.n, 256), 3.0 * double(x.numel()));
+  const bool v4 = x.dtype() == DType::f16 && x.numel() % 4 == 0;
+  const pc::GeluPC pc{uint32_t(v4 ? x.numel() / 4 : x.numel())};
+  rt_->run("relu2_bwd" + sfx(x) + (v4 ? "_vec4" : ""), {256}, {{bdy, false}, {bx, false}, {Runtime::buffer_of(dx), true}},
+           pc, Runtime::grid_for(pc.n, 256), 3.0 * double(x.numel()));
   return dx;
 }
 
