@@ -81,6 +81,16 @@ TEST_CASE("vk rope matches the CPU at offsets and inverse (f32 and f16)") {
     expect_close(on_gpu([&] { return ops::rope(x, c2, s2, 5); }), on_cpu([&] { return ops::rope(x, c2, s2, 5); }),
                  tol(dt), tol(dt), "D=2");
   }
+  // Head sizes whose half is a multiple of 4 run 4 pairs per invocation in f16 (the model's D = 64 among them).
+  for (int64_t D : {8, 16, 64}) {
+    const auto [cd, sd] = ops::rope_tables(40, D, 10000.0);
+    for (bool inv : {false, true}) {
+      const Tensor x = as(randn({2, 7, 3, D}, 40 + D), DType::f16);
+      expect_close(on_gpu([&] { return ops::rope(x, cd, sd, 9, inv, 2); }),
+                   on_cpu([&] { return ops::rope(x, cd, sd, 9, inv, 2); }), tol(DType::f16), tol(DType::f16),
+                   fmt::format("f16 D={} inverse={} (2 of 3 heads rotated)", D, inv));
+    }
+  }
   expect_clean();
 }
 

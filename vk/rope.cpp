@@ -14,8 +14,9 @@ Tensor VulkanBackend::rope(const Tensor& x, const Tensor& cos, const Tensor& sin
   Tensor y = rt_->output(x.shape(), x.dtype());
   const pc::RopePC pc{uint32_t(B * T), uint32_t(T), uint32_t(H), uint32_t(D / 2), uint32_t(pos0), inverse ? -1.0f : 1.0f,
                         uint32_t(rot_heads)};
-  rt_->run("rope" + sfx(x), {256}, {{bx, false}, {bc, false}, {bs, false}, {Runtime::buffer_of(y), true}}, pc,
-           Runtime::grid_for(uint64_t(B * T * H) * uint64_t(D / 2), 256), 3.0 * double(x.numel()));
+  const bool v4 = x.dtype() == DType::f16 && (D / 2) % 4 == 0;  // 4 pairs per invocation, same bits
+  rt_->run("rope" + sfx(x) + (v4 ? "_vec4" : ""), {256}, {{bx, false}, {bc, false}, {bs, false}, {Runtime::buffer_of(y), true}},
+           pc, Runtime::grid_for(uint64_t(B * T * H) * uint64_t(D / 2 / (v4 ? 4 : 1)), 256), 3.0 * double(x.numel()));
   return y;
 }
 
