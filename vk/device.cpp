@@ -210,7 +210,16 @@ void Device::pick_physical(int index, bool allow_cpu, int local_rank) {
 }
 
 namespace {
-// True when the driver lists the one shape the coopmat matmul kernels use: 16x16x16, f16 A/B, f32 C/D, subgroup scope.
+// The one shape the coopmat matmul kernels use: 16x16x16, f16 A/B, f32 C and result, subgroup scope (the NV and
+// KHR property structs name the result type differently; their enum values agree).
+template <class P>
+bool matmul_shape(const P& p, uint32_t result_type) {
+  return p.MSize == 16 && p.NSize == 16 && p.KSize == 16 && uint32_t(p.AType) == VK_COMPONENT_TYPE_FLOAT16_NV &&
+         uint32_t(p.BType) == VK_COMPONENT_TYPE_FLOAT16_NV && uint32_t(p.CType) == VK_COMPONENT_TYPE_FLOAT32_NV &&
+         result_type == VK_COMPONENT_TYPE_FLOAT32_NV && uint32_t(p.scope) == VK_SCOPE_SUBGROUP_NV;
+}
+
+// True when the driver lists that shape.
 bool nv_coopmat_f16_shape(VkPhysicalDevice pd) {
   if (!vkGetPhysicalDeviceCooperativeMatrixPropertiesNV) return false;
   uint32_t n = 0;
@@ -220,10 +229,7 @@ bool nv_coopmat_f16_shape(VkPhysicalDevice pd) {
   std::vector<VkCooperativeMatrixPropertiesNV> props(n, blank);
   if (vkGetPhysicalDeviceCooperativeMatrixPropertiesNV(pd, &n, props.data()) != VK_SUCCESS) return false;
   for (const auto& p : props)
-    if (p.MSize == 16 && p.NSize == 16 && p.KSize == 16 && p.AType == VK_COMPONENT_TYPE_FLOAT16_NV &&
-        p.BType == VK_COMPONENT_TYPE_FLOAT16_NV && p.CType == VK_COMPONENT_TYPE_FLOAT32_NV &&
-        p.DType == VK_COMPONENT_TYPE_FLOAT32_NV && p.scope == VK_SCOPE_SUBGROUP_NV)
-      return true;
+    if (matmul_shape(p, p.DType)) return true;
   return false;
 }
 // VK_KHR_cooperative_matrix is newer than Debian's Vulkan headers: its property query and structs by hand
@@ -250,10 +256,7 @@ bool khr_coopmat_f16_shape(VkInstance inst, VkPhysicalDevice pd) {
   std::vector<KhrCoopmatProperties> props(n, KhrCoopmatProperties{kKhrCoopmatPropertiesType, nullptr, 0, 0, 0, 0, 0, 0, 0, 0, 0});
   if (query(pd, &n, props.data()) != VK_SUCCESS) return false;
   for (const auto& p : props)
-    if (p.MSize == 16 && p.NSize == 16 && p.KSize == 16 && p.AType == VK_COMPONENT_TYPE_FLOAT16_NV &&
-        p.BType == VK_COMPONENT_TYPE_FLOAT16_NV && p.CType == VK_COMPONENT_TYPE_FLOAT32_NV &&
-        p.ResultType == VK_COMPONENT_TYPE_FLOAT32_NV && p.scope == VK_SCOPE_SUBGROUP_NV)
-      return true;
+    if (matmul_shape(p, p.ResultType)) return true;
   return false;
 }
 }  // namespace
