@@ -2,7 +2,7 @@
 // of x (B*T rows, H heads, D); cos/sin tables (P, D/2) f32, computed in f64 on the host (a GPU sin/cos of
 // large angles is imprecise). sign = -1 rotates back (the backward); heads >= rot_heads are copied (the v heads
 // of a fused qkv pass through in the same pass). F16: x, y stored f16; math f32. VEC4 (with F16, D/2 % 4 == 0):
-// 4 pairs per invocation through 8-byte f16vec4 loads, each computed as the scalar kernel does (same bits).
+// 4 pairs per invocation through 8-byte f16vec4 loads, each computed as the scalar kernel does.
 #version 450
 #include "f16.glsl"
 #include "common.glsl"
