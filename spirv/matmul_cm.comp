@@ -7,9 +7,9 @@
 // slices are loaded from global memory into registers while the current one is multiplied; with STAGES 2 the
 // shared slices are double-buffered, so one barrier per K step separates the writers from the readers. PREFETCH 0
 // drops the register prefetch (each step loads, stores, then multiplies): fewer registers, more workgroups per SM.
-// Workgroups walk the output in column bands of GROUP_M tiles (L2 reuse of the B slices). The epilogue stores
-// whole fragments straight to global memory (N a multiple of 8) and passes edge fragments through shared memory
-// so they store only their valid part (any M, N, K).
+// Workgroups walk the output in column bands of GROUP_M tiles (L2 reuse of the B slices). The VEC8 epilogue stages
+// each subgroup's output rows in shared memory and writes them in 16-byte pieces; the others store whole fragments
+// straight to global memory (N a multiple of 8) and pass edge fragments through shared memory (any M, N, K).
 // Variants (spirv/CMakeLists.txt): IN_F16 (f16 A/B storage; default f32, converted on load), OUT_F16 (f16 C),
 // VEC8 (with IN_F16: 16-byte loads of 8 halves; M, N, K, lda, ldb and batch strides multiples of 8, which vk/
 // checks), the tile (SG_M, SG_N, FM, FN), BK and STAGES. vk/matmul.cpp's tile table mirrors the tile variants.
@@ -38,8 +38,10 @@
 #endif
 #ifdef OUT_F16
 #define OUT_T float16_t
+#define OUT_BYTES 2
 #else
 #define OUT_T float
+#define OUT_BYTES 4
 #endif
 
 #ifndef SG_M
@@ -86,7 +88,20 @@
 #else
 #define EPI_SHARED 0
 #endif
-#if STAGES * (STAGE_A + STAGE_B) * 2 + SG_M * SG_N * 1024 + EPI_SHARED > 49152
+// Epilogue staging in As, per subgroup: one row of its FN fragments, 16 rows of ROW4 uvec4, padded so that the
+// fragment stores' rows g and g + 1..7 fall in distinct banks (4-byte f16 pairs: +4 words; 8-byte f32 pairs: +8);
+// VEC8 tiles whose A slices hold it stage their output rows: f16 outputs, and f32 outputs of two fragments per
+// subgroup row (f32 rows of four, the 128 x 128 tile's, ran its split-K partials 1.3-1.5x slower staged on an H200).
+#define ROW4 (FN * OUT_BYTES)
+#define RS4 (ROW4 + OUT_BYTES / 2)
+#if defined(VEC8) && SG_M * SG_N * 16 * RS4 <= STAGES * BM * (BK + PAD) / 8 && (OUT_BYTES == 2 || FN <= 2)
+#define STAGED_OUT 1
+#define CS_SHARED 0
+#else
+#define STAGED_OUT 0
+#define CS_SHARED (SG_M * SG_N * 1024)
+#endif
+#if STAGES * (STAGE_A + STAGE_B) * 2 + CS_SHARED + EPI_SHARED > 49152
 #error "the variant needs more shared memory than NVIDIA's 48 KiB"
 #endif
 
@@ -109,7 +124,13 @@ layout(push_constant) uniform Push { MatmulPC p; };
 #endif
 layout(std430, binding = 0) readonly buffer A { EL_IN a[]; };
 layout(std430, binding = 1) readonly buffer B { EL_IN b[]; };
+#if STAGED_OUT
+// The output in 16-byte pieces (8 halves or 4 floats): rows are staged in shared memory and written whole.
+layout(std430, binding = 2) writeonly buffer C { uvec4 c4[]; };
+#define EPV (16 / (OUT_BYTES))  // output elements per uvec4
+#else
 layout(std430, binding = 2) writeonly buffer C { OUT_T c[]; };
+#endif
 #ifdef EPI_BIAS
 layout(std430, binding = 3) readonly buffer Bias { float16_t bias[]; };
 #endif
@@ -118,7 +139,9 @@ layout(std430, binding = 3) readonly buffer Bias { float16_t bias[]; };
 // are in halves; VEC8 arrays hold 8 halves per element (row strides are multiples of 8 halves).
 shared EL As[STAGES * STAGE_A / V];
 shared EL Bs[STAGES * STAGE_B / V];
+#if !STAGED_OUT
 shared float Cs[SG_M * SG_N * 256];  // one 16 x 16 f32 fragment per subgroup, for edge fragments
+#endif
 #ifdef EPI_BIAS
 shared float16_t Es[SG_M * SG_N * 256];  // one f16 fragment per subgroup: the bias epilogue's operands
 #endif
@@ -200,7 +223,7 @@ void main() {
   // Timing probes of `alpha bench gpu --tiles` (wrong results by design): where the kernel's ceiling is.
 #if PROBE == 1  // shared: only the fragment loads and products of each step (no staging, no barriers)
   for (uint s = 0; s < steps; ++s) MULTIPLY((s & 1u) * 8u, (s & 1u) * 8u);  // shifted: the loads stay in the loop
-#elif PROBE == 2  // regs: the products alone, on fragments loaded once
+#elif PROBE == 2 || PROBE == 3  // regs: the products alone, on fragments loaded once (3: and no stores after)
   fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> pa[FM], pb[FN];
   [[unroll]] for (uint i = 0; i < FM; ++i) coopMatLoadNV(pa[i], As, soff(wm + 16 * i, 0, BM, a_kc) / V, a_ld / V, TRANS_A);
   [[unroll]] for (uint j = 0; j < FN; ++j) coopMatLoadNV(pb[j], Bs, soff(wn + 16 * j, 0, BN, b_kc) / V, b_ld / V, TRANS_B);
@@ -245,8 +268,10 @@ void main() {
   }
 #endif
 
+#if PROBE == 3 || PROBE == 4  // no stores (3: after the products; 4: a tile without products or stores)
+  if (p.lda != 12345u) return;  // never taken by the bench's operands, so the products stay
+#endif
   const uint cbase = gl_WorkGroupID.z * p.M * p.N;  // (batch, split) slice
-  const bool direct = p.N % 8 == 0;                 // 16-byte aligned rows: whole fragments store straight
 #ifdef EPI_BIAS
   // The bias as a product: acc += I x Bj, Bj's rows all bias[c0 .. c0 + 15] (zero past N), exact in f32. Whole
   // fragments only (spirv-opt 2022 crashes on matrix + matrix, and element-wise epilogues were 2-3x slower GEMMs).
@@ -268,6 +293,37 @@ void main() {
     coopMatLoadNV(fbias[j], Es, sg * 256, 16, false);
   }
 #endif
+#if STAGED_OUT
+  // Output: fragment stores straight to global memory ran at ~1 TB/s on an H200 (rows of 16-32 bytes per store);
+  // each subgroup stages a row of its fragments in shared memory and writes whole 16-byte pieces of each row.
+  // Hazard: every subgroup is done reading the staged slices before they hold output rows.
+  barrier();
+  const uint ebase = sg * 16 * RS4;  // this subgroup's region of As, in uvec4
+  [[unroll]] for (uint i = 0; i < FM; ++i) {
+    [[unroll]] for (uint j = 0; j < FN; ++j) {
+#ifdef EPI_BIAS
+      acc[i][j] = coopMatMulAddNV(fident, fbias[j], acc[i][j]);
+#endif
+#if defined(OUT_F16)
+      coopMatStoreNV(fcoopmatNV<16, gl_ScopeSubgroup, 16, 16>(acc[i][j]), As, ebase + j * (16 * OUT_BYTES / 16), RS4, false);
+#else
+      coopMatStoreNV(acc[i][j], As, ebase + j * (16 * OUT_BYTES / 16), RS4, false);
+#endif
+    }
+    // Hazard: every lane's part of the fragment row is in shared memory before lanes read across it.
+    subgroupMemoryBarrierShared();
+    subgroupBarrier();
+    const uint r0 = m0 + wm + 16 * i, c0 = n0 + wn;
+    [[unroll]] for (uint q = 0; q < 16 * ROW4 / 32; ++q) {
+      const uint e = lane + 32 * q;  // consecutive lanes take consecutive pieces of a row
+      const uint row = r0 + e / ROW4, col = c0 + (e % ROW4) * EPV;  // N % 8 == 0: a piece is all in or all out
+      if (row < p.M && col < p.N) c4[(cbase + row * p.N + col) / EPV] = As[ebase + (e / ROW4) * RS4 + e % ROW4];
+    }
+    // Hazard: the reads finish before the next fragment row overwrites this subgroup's region.
+    subgroupBarrier();
+  }
+#else
+  const bool direct = p.N % 8 == 0;  // 16-byte aligned rows: whole fragments store straight
   [[unroll]] for (uint i = 0; i < FM; ++i) {
     [[unroll]] for (uint j = 0; j < FN; ++j) {
       const uint r0 = m0 + wm + 16 * i, c0 = n0 + wn + 16 * j;
@@ -294,4 +350,5 @@ void main() {
       subgroupBarrier();
     }
   }
+#endif
 }

@@ -42,7 +42,8 @@ constexpr CmTile kCmTiles[] = {
 
 // Timing probes (spirv/CMakeLists.txt): a tile's inner loop alone, for `alpha bench gpu --tiles`.
 constexpr CmTile kCmProbes[] = {
-    {"128x128w4k64s1_pregs", 128, 128, 64}, {"128x64w4k64s1_pregs", 128, 64, 64}, {"128x64w4k64s1_pshared", 128, 64, 64}};
+    {"128x128w4k64s1_pregs", 128, 128, 64}, {"128x64w4k64s1_pregs", 128, 64, 64}, {"128x64w4k64s1_pshared", 128, 64, 64},
+    {"128x64w4k64s1_pnostore", 128, 64, 64}, {"128x64w4k64s1_pempty", 128, 64, 64}};
 
 const CmTile& tile_named(const std::string& name) {
   for (const CmTile& t : kCmTiles)
@@ -76,8 +77,9 @@ const CmTile& VulkanBackend::cm_tile(int64_t M, int64_t N, int64_t K, int64_t ba
   // TFLOP/s between calls.
   if (M >= 4096 && N >= 4096) return tile_named("128x128w4k64s1");
   // With the KHR kernels (no B-operand transposes) the 128 x 128 tile also wins on wide outputs and long products:
-  // GPT-2's qkv/fc forward and proj dx (N 2304-3072, +7-11%), the LM head's three products (+15-25%) on an H200.
-  if (rt_->device().features().khr_coopmat_f16 && (N >= 2048 || M >= 32768 || K >= 32768))
+  // GPT-2's qkv/fc forward and proj dx (N 2304-3072, +7-11%), the LM head's three products (+15-25%) on an H200;
+  // with the output rows staged through shared memory also shakespeare_char's (M 16384, N 1152-1536: +13-16%).
+  if (rt_->device().features().khr_coopmat_f16 && (N >= 2048 || (N >= 1024 && M >= 8192) || M >= 32768 || K >= 32768))
     return tile_named("128x128w4k64s1");
   const CmTile& big = tile_named("128x64w4k64s1p0");
   const int64_t groups = cdiv(M, big.bm) * cdiv(N, big.bn) * batches;
