@@ -73,7 +73,7 @@ layout(std430, binding = 7) readonly buffer DSR { uvec4 ds8[]; };  // dS^T from 
 layout(std430, binding = 6) writeonly buffer DKO { float16_t dk[]; };
 layout(std430, binding = 7) writeonly buffer DVO { float16_t dv[]; };
 #ifdef DQS
-layout(std430, binding = 8) writeonly buffer DSW { float16_t dsw[]; };  // dS^T for the dq kernel
+layout(std430, binding = 8) writeonly buffer DSW { uvec4 dsw4[]; };  // dS^T for the dq kernel, in 16-byte pieces
 #endif
 #endif
 // DQS: dS^T of head bh is a (PAD64(tk), PAD64(tq)) f16 matrix at bh * PAD64(tk) * PAD64(tq): keys as rows.
