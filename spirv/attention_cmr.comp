@@ -29,6 +29,18 @@
                 // forward) and 9% faster on an H200; 16 was slower (twice the barriers)
 #include "attention_cm.glsl"
 
+// 4-byte views of the f16 outputs: a lane's two adjacent columns of a fragment row leave in one store (2-byte stores
+// were the slow way out; every output offset is even: D, H * D and the packed gradients' offsets are).
+#if !defined(DQ) && !defined(DKDV)
+layout(std430, binding = 3) writeonly buffer O2 { uint o2[]; };
+#elif defined(DQ)
+layout(std430, binding = 6) writeonly buffer DQO2 { uint dq2[]; };
+#else
+layout(std430, binding = 6) writeonly buffer DKO2 { uint dk2[]; };
+layout(std430, binding = 7) writeonly buffer DVO2 { uint dv2[]; };
+#endif
+#define PAIR(x, y) packFloat2x16(f16vec2(x, y))  // columns COL(e), COL(e) + 1 for even e
+
 #define HALF(e) ((e) >> 2u)  // which of the lane's two rows element e is in
 #define COL(e) (2u * (lane & 3u) + ((e) & 1u) + 8u * (((e) >> 1u) & 1u))
 
@@ -154,8 +166,8 @@ void main() {
     const float inv = 1.0 / l[hr];
     const uint obase = ((b * p.tq + row[hr]) * p.H + h) * HD;
     [[unroll]] for (uint d = 0u; d < NF; ++d)
-      [[unroll]] for (uint e = 0u; e < 8u; ++e)
-        if (HALF(e) == hr) o[obase + 16u * d + COL(e)] = float16_t(acc[d][e] * inv);
+      [[unroll]] for (uint e = 0u; e < 8u; e += 2u)
+        if (HALF(e) == hr) o2[(obase + 16u * d + COL(e)) / 2u] = PAIR(acc[d][e] * inv, acc[d][e + 1u] * inv);
     if ((lane & 3u) == 0u) lse[bh * p.tq + row[hr]] = m[hr] + log(l[hr]);
   }
 }
@@ -199,8 +211,8 @@ void main() {
     if (row >= p.tq) continue;
     const uint obase = p.out_off[0] + (b * p.tq + row) * p.out_row + h * HD;
     [[unroll]] for (uint d = 0u; d < NF; ++d)
-      [[unroll]] for (uint e = 0u; e < 8u; ++e)
-        if (HALF(e) == hr) dq[obase + 16u * d + COL(e)] = float16_t(acc[d][e] * p.scale);
+      [[unroll]] for (uint e = 0u; e < 8u; e += 2u)
+        if (HALF(e) == hr) dq2[(obase + 16u * d + COL(e)) / 2u] = PAIR(acc[d][e] * p.scale, acc[d][e + 1u] * p.scale);
   }
 }
 
@@ -268,8 +280,8 @@ void main() {
     if (row[hr] >= p.tq) continue;
     const uint obase = p.out_off[0] + (b * p.tq + row[hr]) * p.out_row + h * HD;
     [[unroll]] for (uint d = 0u; d < NF; ++d)
-      [[unroll]] for (uint e = 0u; e < 8u; ++e)
-        if (HALF(e) == hr) dq[obase + 16u * d + COL(e)] = float16_t(acc[d][e] * p.scale);
+      [[unroll]] for (uint e = 0u; e < 8u; e += 2u)
+        if (HALF(e) == hr) dq2[(obase + 16u * d + COL(e)) / 2u] = PAIR(acc[d][e] * p.scale, acc[d][e + 1u] * p.scale);
   }
 }
 
@@ -390,10 +402,10 @@ void main() {
     if (key[hr] >= p.tk) continue;
     const uint r = (b * p.tk + key[hr]) * p.out_row + h * HD;
     [[unroll]] for (uint d = 0u; d < NF; ++d)
-      [[unroll]] for (uint e = 0u; e < 8u; ++e)
+      [[unroll]] for (uint e = 0u; e < 8u; e += 2u)
         if (HALF(e) == hr) {
-          dk[p.out_off[1] + r + 16u * d + COL(e)] = float16_t(adk[d][e] * p.scale);
-          dv[p.out_off[2] + r + 16u * d + COL(e)] = float16_t(adv[d][e]);
+          dk2[(p.out_off[1] + r + 16u * d + COL(e)) / 2u] = PAIR(adk[d][e] * p.scale, adk[d][e + 1u] * p.scale);
+          dv2[(p.out_off[2] + r + 16u * d + COL(e)) / 2u] = PAIR(adv[d][e], adv[d][e + 1u]);
         }
   }
 }
