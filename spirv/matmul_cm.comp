@@ -63,7 +63,7 @@
 #define STAGES 1  // shared buffers of the A/B slices (1: two barriers per K step, 2: one)
 #endif
 #ifndef PROBE
-#define PROBE 0     // timing probes only (1 shared, 2 regs; see main)
+#define PROBE 0     // timing probes only (1 shared, 2 regs, 3 regs without stores, 4 empty; see main)
 #endif
 #ifndef PREFETCH
 #define PREFETCH 1  // the next K step's slices are loaded into registers while the current one is multiplied
