@@ -8,7 +8,8 @@ namespace alpha::ag {
 Tensor cast(const Tensor& x, DType dtype) {
   if (x.dtype() == dtype) return x;  // no new node: the gradient flows to x unchanged
   const DType from = x.dtype();
-  return record("cast", ops::cast(x, dtype), {x},
+  // A leaf (a weight) keeps its f16 copy between steps while unwritten (ops::cast_cached).
+  return record("cast", x.is_leaf() ? ops::cast_cached(x, dtype) : ops::cast(x, dtype), {x},
                 [from](const Tensor& g) { return std::vector<Tensor>{ops::cast(g, from)}; });
 }
 

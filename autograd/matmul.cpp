@@ -39,7 +39,7 @@ Tensor linear_master(const Tensor& x, const Tensor& w, const Tensor& b) {
   ALPHA_CHECK(w.dim() == 2, ShapeError, "[linear] weight must be (out, in), got {}", w.str());
   ALPHA_CHECK(x.dtype() == DType::f16 && w.dtype() == DType::f32, DTypeError,
               "[linear] a master-weight linear takes f16 x and an f32 weight, got {} and {}", x.str(), w.str());
-  const Tensor w16 = ops::cast(w, DType::f16);  // (out, in)
+  const Tensor w16 = w.is_leaf() ? ops::cast_cached(w, DType::f16) : ops::cast(w, DType::f16);  // (out, in)
   const bool gx = x.requires_grad(), gw = w.requires_grad(), gb = b.defined() && b.requires_grad();
   // The bias in the GEMM's epilogue where the GPU has one (ops::linear), else a separate add.
   return record("linear_master", ops::linear(x, w16, b), {x, w, b}, [x, w16, b, gx, gw, gb](const Tensor& g) {

@@ -227,6 +227,21 @@ static Tensor affine(const Tensor& x, double m, double a, const char* name) {
 Tensor scale(const Tensor& x, double s) { return affine(x, s, 0.0, "scale"); }
 Tensor add_scalar(const Tensor& x, double s) { return affine(x, 1.0, s, "add_scalar"); }
 
+Tensor cast_cached(const Tensor& x, DType dtype) {
+  ALPHA_CHECK(x.defined(), ValueError, "[cast] x is undefined");
+  const auto whole = [](const Tensor& t) {
+    return t.is_contiguous() && t.offset() == 0 && t.storage()->nbytes() == size_t(t.numel()) * dtype_size(t.dtype());
+  };
+  if (x.dtype() != DType::f32 || dtype != DType::f16 || !whole(x)) return cast(x, dtype);
+  Storage& st = *x.storage();
+  Storage::Derived& d = st.derived();
+  if (d.storage && d.version == st.version() && d.storage->nbytes() == st.nbytes() / 2)
+    return Tensor::over(d.storage, x.shape(), DType::f16);
+  Tensor r = cast(x, dtype);
+  if (whole(r)) d = {r.storage(), st.version()};
+  return r;
+}
+
 void add_(Tensor& dst, const Tensor& src, double alpha) {
   check_float(dst, "add_", "dst");
   check_float(src, "add_", "src");

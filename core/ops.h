@@ -31,6 +31,9 @@ Tensor narrow_backward(const Tensor& g, const Shape& shape, int64_t dim, int64_t
 Tensor cat(const std::vector<Tensor>& xs, int64_t dim);
 // x converted to `dtype` (float <-> float; round to nearest even, inf/NaN kept); x itself when it already is.
 Tensor cast(const Tensor& x, DType dtype);
+// cast of an f32 weight to f16, kept beside the weight's storage and reused while the weight is unwritten (its
+// storage version); GpuAdamW writes it in the update. Other casts (views, other dtypes) are plain casts.
+Tensor cast_cached(const Tensor& x, DType dtype);
 
 // ---- element-wise (NumPy broadcasting; float dtypes; result dtype = inputs' dtype, f16 + f32 -> f32) ----
 Tensor add(const Tensor& a, const Tensor& b);

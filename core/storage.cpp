@@ -49,6 +49,7 @@ const std::byte* Storage::host_read() {
 std::byte* Storage::host_write() {
   host_read();
   device_valid_ = false;
+  ++version_;
   return host_.get();
 }
 
@@ -67,6 +68,7 @@ void Storage::ensure_device_current() {
 }
 
 void Storage::mark_device_written() {
+  ++version_;
   device_valid_ = true;
   host_valid_ = false;
 }

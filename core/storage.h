@@ -2,6 +2,7 @@
 // flags say which copy is current so the dispatcher can move data only when the other side needs it.
 #pragma once
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 
 namespace alpha {
@@ -35,6 +36,17 @@ class Storage {
   void ensure_device_current();  // uploads the host copy if the device copy is stale
   void mark_device_written();    // a GPU kernel wrote it: the host copy becomes stale
 
+  // Bumped by every write of the bytes (host_write, mark_device_written): a derived copy is current while it
+  // holds the version it was made from.
+  uint64_t version() const { return version_; }
+  // A copy derived from these bytes (ops::cast_cached: the f16 copy of an f32 weight) and the version it holds.
+  // GpuAdamW rewrites it in the update that changes the weight and stamps it with the new version.
+  struct Derived {
+    std::shared_ptr<Storage> storage;
+    uint64_t version = 0;
+  };
+  Derived& derived() { return derived_; }
+
  private:
   void ensure_host_allocated();
 
@@ -43,6 +55,8 @@ class Storage {
   std::unique_ptr<DeviceBuffer> device_;
   bool host_valid_ = true;
   bool device_valid_ = false;
+  uint64_t version_ = 1;
+  Derived derived_;
 };
 
 }  // namespace alpha

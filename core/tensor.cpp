@@ -54,6 +54,13 @@ static int64_t wrap_dim(int64_t d, int64_t ndim, const char* op) {
   return w;
 }
 
+Tensor Tensor::over(std::shared_ptr<Storage> st, const Shape& shape, DType dtype) {
+  ALPHA_CHECK(st && st->nbytes() == static_cast<size_t>(shape_numel(shape)) * dtype_size(dtype), ShapeError,
+              "[tensor] a {} {} tensor does not cover a {}-byte storage", shape_str(shape), dtype_name(dtype),
+              st ? st->nbytes() : 0);
+  return make(std::move(st), shape, contiguous_strides(shape), 0, dtype);
+}
+
 Tensor Tensor::make(std::shared_ptr<Storage> st, Shape shape, Shape strides, int64_t offset, DType dt) {
   auto impl = std::make_shared<TensorImpl>();
   impl->storage = std::move(st);

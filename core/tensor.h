@@ -86,6 +86,9 @@ class Tensor {
   const std::string& name() const;
   Tensor& set_name(std::string n);
 
+  // A contiguous tensor over all of st (st holds exactly shape's elements of dtype).
+  static Tensor over(std::shared_ptr<Storage> st, const Shape& shape, DType dtype);
+
   // Identity: two handles to the same tensor (not merely the same storage).
   bool same(const Tensor& o) const { return impl_ == o.impl_; }
   const TensorImpl* impl() const { return impl_.get(); }

@@ -6,6 +6,7 @@
 //              p = p * decay (>= 2-D params only); m = fma(1-b1, g, m*b1); v = fma((1-b2)*g, g, v*b2) (exact);
 //              p = p + (neg_step * m) / (sqrt(v) / bc2_sqrt + eps), in the CPU's operation order. VEC4: four
 //              elements per invocation through 16-byte loads (n % 4 == 0), each updated as the scalar kernel does.
+//              H16: also writes the f16 copy of the updated param (ops::cast_cached's copy; the cast's rounding).
 //   NORM_PARTIAL: sum of squares of each grad (up to ADAMW_NORM_GRADS per dispatch) times inv_scale (f16 loss
 //              scaling: the unscaled grad, like LossScaler::unscale; 1 otherwise), one (hi, lo) float-float partial
 //              per workgroup of CHUNK elements, written at partials[out_offset + group]. Float-float (~44-bit)
@@ -17,6 +18,9 @@
 //   LOSS:      stats[0] = (first ? 0 : stats[0]) + loss[0]: the step's loss summed over micro-batches.
 // Every reduction has a fixed order (no atomics), so results are bit-identical run to run.
 #version 450
+#ifdef H16
+#extension GL_EXT_shader_16bit_storage : require
+#endif
 #include "common.glsl"
 #include "push_constants.h"
 
@@ -114,6 +118,14 @@ layout(std430, binding = 1) readonly buffer G { T g[]; };
 layout(std430, binding = 2) buffer M { T m[]; };
 layout(std430, binding = 3) buffer V { T v[]; };
 layout(std430, binding = 4) readonly buffer S { float stats[]; };
+#ifdef H16
+#ifdef VEC4
+#define HT f16vec4
+#else
+#define HT float16_t
+#endif
+layout(std430, binding = 5) writeonly buffer H { HT h[]; };
+#endif
 // One element's update, in optim/adamw.cpp's operation order: (p, g, m, v) -> (p, m, v).
 void update(inout float pv, float g0, inout float mv, inout float vv, float gscale) {
   if (p.apply_decay != 0) pv = pv * p.decay;
@@ -145,5 +157,8 @@ void main() {
   prm[i] = pv;
   m[i] = mv;
   v[i] = vv;
+#ifdef H16
+  h[i] = HT(pv);
+#endif
 }
 #endif

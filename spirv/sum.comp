@@ -1,9 +1,10 @@
 // Sum over one dim of x seen as (outer, n, inner), times scale. ROWS (inner == 1): one workgroup per row,
-// strided partial sums then a tree reduction. Otherwise one invocation per (outer, chunk of n, inner) output
-// summing its chunk sequentially (bounded loops: lavapipe stops any loop after 65535 iterations); vk/ sums
-// the partials again. Both orders are fixed, so results are deterministic. IN_F16: f16 input (output f32).
-// VEC4 (inner % 4 == 0): each invocation sums 4 adjacent columns with 8/16-byte loads, each column in the same
-// order as the scalar kernel, so the bits are the same.
+// strided partial sums then a tree reduction. COLS_WG (long columns): a workgroup of 16 row lanes x 16 column units
+// per (outer, chunk of rows, block of columns); each lane sums every 16th row of the chunk, then a fixed tree adds the
+// 16 lanes. Otherwise (short columns: split-K partials) one invocation per (outer, chunk, column unit) sums its rows
+// sequentially. vk/ sums chunk partials again; every order is fixed, so results are deterministic (and bounded
+// loops: lavapipe stops any loop after 65535 iterations). IN_F16: f16 input (output f32). VEC4 (inner % 4 == 0): a
+// column unit is 4 adjacent columns (8/16-byte loads and stores), each column in the scalar kernel's order.
 #version 450
 #include "f16.glsl"
 #include "common.glsl"
@@ -22,7 +23,15 @@ layout(std430, binding = 0) readonly buffer X {
   float x[];
 #endif
 };
+#ifdef VEC4
+#define T vec4
+#define U 4u  // columns per unit
+layout(std430, binding = 1) writeonly buffer O { vec4 o[]; };
+#else
+#define T float
+#define U 1u
 layout(std430, binding = 1) writeonly buffer O { float o[]; };
+#endif
 
 #ifdef ROWS
 shared float red[WG];
@@ -35,27 +44,57 @@ void main() {
   s = wg_sum(s);
   if (gl_LocalInvocationID.x == 0) o[r] = s * p.scale;
 }
-#elif defined(VEC4)
+#elif defined(COLS_WG)
+#define LANES 16u  // row lanes; WG / LANES column units per workgroup
+shared T red[WG];
 void main() {
-  const uint chunks = (p.n + p.chunk - 1) / p.chunk, q = p.inner / 4u;  // q: column quads per row
-  const uint i = linear_id();
-  if (i >= p.outer * chunks * q) return;
-  const uint c4 = i % q, t = i / q, kc = t % chunks, ou = t / chunks;
-  const uint k1 = min(p.n, (kc + 1) * p.chunk);
-  vec4 s = vec4(0.0);
-  for (uint k = kc * p.chunk; k < k1; ++k) s += vec4(x[(ou * p.n + k) * q + c4]);
-  const uint o0 = t * p.inner + 4u * c4;  // the scalar kernel's output index of column 4 * c4
-  for (uint e = 0u; e < 4u; ++e) o[o0 + e] = s[e] * p.scale;
+  const uint q = p.inner / U, cw = WG / LANES, blocks = (q + cw - 1) / cw, chunks = (p.n + p.chunk - 1) / p.chunk;
+  const uint g = linear_group(), cb = g % blocks, t = g / blocks;  // t = (outer, chunk)
+  if (t >= p.outer * chunks) return;  // uniform per workgroup (grid padding)
+  const uint kc = t % chunks, ou = t / chunks, lane = gl_LocalInvocationID.x / cw, cu = cb * cw + gl_LocalInvocationID.x % cw;
+  const uint k1 = min(p.n, (kc + 1) * p.chunk), base = ou * p.n;
+  T s = T(0.0);
+  if (cu < q) {
+    uint k = kc * p.chunk + lane;
+    // Four independent loads in flight, added in row order.
+    for (; k + 3u * LANES < k1; k += 4u * LANES) {
+      const T a = T(x[(base + k) * q + cu]), b = T(x[(base + k + LANES) * q + cu]);
+      const T c = T(x[(base + k + 2u * LANES) * q + cu]), d = T(x[(base + k + 3u * LANES) * q + cu]);
+      s += a;
+      s += b;
+      s += c;
+      s += d;
+    }
+    for (; k < k1; k += LANES) s += T(x[(base + k) * q + cu]);
+  }
+  red[gl_LocalInvocationID.x] = s;
+  // Hazard (each step): the lanes' partials are in shared memory before the tree reads them.
+  barrier();
+  for (uint h = LANES / 2u; h > 0u; h /= 2u) {
+    if (lane < h) red[gl_LocalInvocationID.x] += red[gl_LocalInvocationID.x + h * cw];
+    barrier();
+  }
+  if (lane == 0u && cu < q) o[t * q + cu] = red[gl_LocalInvocationID.x] * p.scale;
 }
 #else
 void main() {
-  const uint chunks = (p.n + p.chunk - 1) / p.chunk;
+  const uint chunks = (p.n + p.chunk - 1) / p.chunk, q = p.inner / U;  // q: column units per row
   const uint i = linear_id();
-  if (i >= p.outer * chunks * p.inner) return;
-  const uint in_ = i % p.inner, t = i / p.inner, kc = t % chunks, ou = t / chunks;
-  const uint k1 = min(p.n, (kc + 1) * p.chunk);
-  float s = 0.0;
-  for (uint k = kc * p.chunk; k < k1; ++k) s += float(x[(ou * p.n + k) * p.inner + in_]);
-  o[i] = s * p.scale;
+  if (i >= p.outer * chunks * q) return;
+  const uint cu = i % q, t = i / q, kc = t % chunks, ou = t / chunks;
+  const uint k1 = min(p.n, (kc + 1) * p.chunk), base = ou * p.n;
+  T s = T(0.0);
+  uint k = kc * p.chunk;
+  // Four independent loads in flight, added in row order (one load per add left a split-K sum latency-bound).
+  for (; k + 4u <= k1; k += 4u) {
+    const T a = T(x[(base + k) * q + cu]), b = T(x[(base + k + 1u) * q + cu]);
+    const T c = T(x[(base + k + 2u) * q + cu]), d = T(x[(base + k + 3u) * q + cu]);
+    s += a;
+    s += b;
+    s += c;
+    s += d;
+  }
+  for (; k < k1; ++k) s += T(x[(base + k) * q + cu]);
+  o[i] = s * p.scale;  // (outer, chunk) row t, unit cu
 }
 #endif

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/backend.h"
+#include "core/ops.h"
 #include "core/rng.h"
 #include "optim/adamw.h"
 #include "optim/clip.h"
@@ -31,6 +32,8 @@ using vktest::rel_err;
 using namespace alpha::test;
 
 namespace {
+
+const bool kKernelCounts = setenv("ALPHA_VK_STATS", "1", 0) == 0;  // before the backend is built
 
 // Awkward sizes: 1-D params (no weight decay) and 2-D ones (decay), none a multiple of the workgroup size.
 const std::vector<Shape> kShapes = {{1}, {17}, {3, 43}, {10, 100}, {1, 1}, {129}};
@@ -83,6 +86,7 @@ double run_five_steps(double max_norm, double grad_scale, const AdamWOptions& o)
     gpu.zero_grad();
   }
   CHECK(gpu.step_count() == 5);
+  MESSAGE("fma() fused on this device (FUSED_FMA kernels): " << gpu.fused_fma());
   MESSAGE(identical << " of " << compared << " param tensors bit-identical to the CPU's after each step");
   // Exact fma, division and sqrt in the kernel: the same bits as the CPU but for rare double roundings.
   CHECK(identical * 10 >= compared * 9);
@@ -178,6 +182,42 @@ TEST_CASE("gpu adamw: a step keeps the params on the GPU (host copies stale, not
   }
   CHECK(gpu.read_stats().loss == 3.0);
   CHECK(vktest::gpu().queue_counters().host_reads == reads0 + 1);
+}
+
+TEST_CASE("gpu adamw: the update rewrites a weight's cached f16 copy, which then equals a fresh cast of it") {
+  REQUIRE(kKernelCounts);
+  vktest::GpuScope scope;
+  std::vector<Tensor> ps = make_params(11);
+  for (Tensor& p : ps) vktest::gpu().runtime().input(p);  // the params live on the GPU, as in training
+  vk::GpuAdamW gpu(vktest::gpu(), ps, AdamWOptions{});
+  // Every param but the first gets its f16 copy (the forward's casts); the first is updated without one.
+  std::vector<Tensor> h(ps.size());
+  for (size_t i = 1; i < ps.size(); ++i) h[i] = ops::cast_cached(ps[i], DType::f16);
+  for (int step = 0; step < 3; ++step) {
+    CAPTURE(step);
+    for (size_t i = 0; i < ps.size(); ++i) ps[i].set_grad(vktest::randn(ps[i].shape(), 40 + 10 * step + i));
+    const int64_t h16_before = vktest::kernel_runs("adamw_f32_vec4_h16") + vktest::kernel_runs("adamw_f32_h16");
+    gpu.clip_and_step(1e-2, 1.0);
+    vktest::gpu().sync();
+    CHECK(vktest::kernel_runs("adamw_f32_vec4_h16") + vktest::kernel_runs("adamw_f32_h16") ==
+          h16_before + static_cast<int64_t>(ps.size()) - 1);
+    const int64_t casts = vktest::kernel_runs("cast_f32_f16") + vktest::kernel_runs("cast_f32_f16_vec4");
+    for (size_t i = 1; i < ps.size(); ++i) {
+      CAPTURE(i);
+      const Tensor c = ops::cast_cached(ps[i], DType::f16);  // no cast: the update wrote it
+      CHECK(c.storage() == h[i].storage());
+      // The cast's rounding of the updated weight (f16 -> f64 is exact, so equal values are equal halves).
+      CHECK(c.to_f64_vector() == ps[i].to(DType::f16).to_f64_vector());
+    }
+    vktest::gpu().sync();
+    CHECK(vktest::kernel_runs("cast_f32_f16") + vktest::kernel_runs("cast_f32_f16_vec4") == casts);
+    gpu.zero_grad();
+  }
+  // A write the optimizer did not make (here on the host) makes the next cached cast a fresh one.
+  ps[2].mutable_data<float>()[0] = 3.0f;
+  const Tensor c = ops::cast_cached(ps[2], DType::f16);
+  CHECK(c.to(DType::f32).data<float>()[0] == 3.0f);
+  CHECK(c.to_f64_vector() == ps[2].to(DType::f16).to_f64_vector());
 }
 
 TEST_CASE("optim.device gpu: a tiny GPT trains 20 steps on lavapipe like optim.device cpu, one host read per step") {

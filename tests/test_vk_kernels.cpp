@@ -73,21 +73,27 @@ TEST_CASE("vk sum over the last dim and over a leading dim matches the CPU") {
 TEST_CASE("vk column sums in fours (inner % 4 == 0) give the scalar kernel's bits, f32 and f16 input") {
   REQUIRE(kKernelCounts);
   GpuScope g;
-  // (outer, n, 8) sums in fours; the same data with a 9th column runs the scalar kernel (the same row chunks at
-  // these sizes: 16 rows for 5000, then passes over the partials): the first 8 sums must be bitwise equal, and both
-  // match the CPU.
+  // (outer, n, w) sums in fours; the same data with a (w+1)th column runs the scalar kernel with the same row chunks:
+  // the first w sums must be bitwise equal, and both match the CPU. Long columns run the workgroup kernel (16 row
+  // lanes, then passes over the chunk partials), short ones over many columns (split-K partials) one per invocation.
+  struct Case {
+    Shape s;
+    const char* kernel;
+  };
   for (const DType dt : {DType::f32, DType::f16})
-    for (const Shape& s : {Shape{5000, 8}, Shape{2, 300, 12}}) {
+    for (const Case& c : {Case{{5000, 8}, "sum_cols4_wg"}, Case{{2, 300, 12}, "sum_cols4_wg"},
+                          Case{{7, 1 << 17}, "sum_cols4"}}) {
+      const Shape& s = c.s;
       const int64_t d = static_cast<int64_t>(s.size()) - 2, w = s.back();
       Shape s9 = s;
       s9.back() = w + 1;
       const Tensor x9 = randn(s9, 21).to(dt);
       const Tensor x = ops::cat({x9.narrow(d + 1, 0, w)}, d + 1);  // the first w columns, contiguous
-      const std::string k = dt == DType::f16 ? "sum_cols4_f16in" : "sum_cols4_f32";
+      const std::string k = std::string(c.kernel) + (dt == DType::f16 ? "_f16in" : "_f32");
       const int64_t before = kernel_runs(k);
       const Tensor g4 = on_gpu([&] { return ops::sum(x, d); }).to(DType::f32);
       gpu().sync();
-      CHECK(kernel_runs(k) > before);
+      CHECK_MESSAGE(kernel_runs(k) > before, k);
       const Tensor g1 = on_gpu([&] { return ops::sum(x9, d); }).to(DType::f32).narrow(-1, 0, w).contiguous();
       CHECK(g4.to_f64_vector() == g1.to_f64_vector());
       expect_close(g4, on_cpu([&] { return ops::sum(x, d); }).to(DType::f32), dt == DType::f16 ? 1e-3 : 1e-5,

@@ -70,17 +70,30 @@ void VulkanBackend::record_sum(const std::shared_ptr<GpuBuffer>& in, const std::
     rt_->run(in_f16 ? "sum_rows_f16in" : "sum_rows_f32", {128}, {{in, false}, {out, true}}, pc, Runtime::grid(outer), work);
     return;
   }
-  // Long columns: partial sums over chunks, then the same sum over the chunks (fixed order). Columns in fours where
-  // they divide: 8/16-byte loads (an H100 summed 2-byte columns at ~0.7 TB/s), each column in the scalar kernel's
-  // order over the chunks.
+  // Columns in fours where they divide (8/16-byte loads and stores; an H100 summed 2-byte columns at ~0.7 TB/s),
+  // each column in the scalar kernel's order: every choice below counts columns, not units, so both chunk alike.
   const uint32_t vec = inner % 4 == 0 ? 4 : 1;
-  const uint32_t chunk = reduce_chunk(n, uint64_t(outer) * inner / vec);
-  const uint32_t chunks = (n + chunk - 1) / chunk;
+  const uint64_t cols = uint64_t(outer) * inner;
+  const std::string sfx = in_f16 ? "_f16in" : "_f32";
+  if (n <= 4 || (n <= 64 && cols >= (uint64_t{1} << 17))) {
+    // Short columns over many of them (split-K partials): one invocation per column unit, rows in order.
+    const pc::SumPC pc{outer, n, inner, scale, std::max(n, 1u)};
+    rt_->run(std::string(vec == 4 ? "sum_cols4" : "sum_cols") + sfx, {256}, {{in, false}, {out, true}}, pc,
+             Runtime::grid_for(cols / vec, 256), work);
+    return;
+  }
+  // Long columns (bias gradients: 8192 rows): workgroups of 16 row lanes over 64-column blocks, in row chunks of 16
+  // lanes x 64 down to x 4 rows until ~1024 workgroups run, then the same sum over the chunks' partials. Invocations
+  // summing whole columns alone left a GPT-2 bias gradient's second pass latency-bound (~50 us on an H200).
+  const uint64_t blocks = (cols + 63) / 64;
+  uint32_t per_lane = 64;
+  while (per_lane > 4 && blocks * ((n + 16 * per_lane - 1) / (16 * per_lane)) < 1024) per_lane /= 2;
+  const uint32_t chunk = 16 * per_lane, chunks = (n + chunk - 1) / chunk;
   const auto part = chunks > 1 ? rt_->scratch(uint64_t(outer) * chunks * inner * 4) : out;
-  const pc::SumPC pc{outer, n, inner, chunks > 1 ? 1.0f : scale, chunks > 1 ? chunk : std::max(n, 1u)};
-  const std::string kernel = std::string(vec == 4 ? "sum_cols4" : "sum_cols") + (in_f16 ? "_f16in" : "_f32");
-  rt_->run(kernel, {256}, {{in, false}, {part, true}}, pc, Runtime::grid_for(uint64_t(outer) * chunks * inner / vec, 256),
-           work);
+  const pc::SumPC pc{outer, n, inner, chunks > 1 ? 1.0f : scale, chunk};
+  const uint64_t units = inner / vec, groups = uint64_t(outer) * chunks * ((units + 15) / 16);
+  rt_->run(std::string(vec == 4 ? "sum_cols4_wg" : "sum_cols_wg") + sfx, {256}, {{in, false}, {part, true}}, pc,
+           Runtime::grid(groups), work);
   if (chunks > 1) record_sum(part, out, outer, chunks, inner, scale);
 }
 
