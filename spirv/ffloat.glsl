@@ -5,15 +5,8 @@
 // Veltkamp/Dekker splitting (plain `precise` mul/add), a fused multiply-add built on it, and division and sqrt
 // corrected with an exact residual (Markstein). The update then matches the CPU's bits except in rare
 // double-rounding cases.
-// FUSED_FMA (specialization constant 1): vk/ found fma() fused and correctly rounded on this device (a probe
-// against std::fma), so the exact product and fma_rn use it: ~4x fewer instructions in the AdamW update.
-layout(constant_id = 1) const bool FUSED_FMA = false;
 vec2 two_prod(float a, float b) {  // a*b == hi + lo exactly (no overflow for |a|, |b| < 2^100)
   precise float p = a * b;
-  if (FUSED_FMA) {
-    precise float e = fma(a, b, -p);
-    return vec2(p, e);
-  }
   precise float ca = 4097.0 * a;
   precise float ah = ca - (ca - a);
   precise float al = a - ah;
@@ -24,10 +17,6 @@ vec2 two_prod(float a, float b) {  // a*b == hi + lo exactly (no overflow for |a
   return vec2(p, e);
 }
 float fma_rn(float a, float b, float c) {
-  if (FUSED_FMA) {
-    precise float f = fma(a, b, c);
-    return f;
-  }
   const vec2 pr = two_prod(a, b);
   precise float s = pr.x + c;
   precise float bb = s - pr.x;

@@ -63,7 +63,7 @@
 #define STAGES 1  // shared buffers of the A/B slices (1: two barriers per K step, 2: one)
 #endif
 #ifndef PROBE
-#define PROBE 0     // timing probes only (1 shared, 2 regs, 3 regs without stores, 4 empty; see main)
+#define PROBE 0     // timing probes only (1 shared, 2 regs, 3 regs without stores, 4 empty, 5 staging only)
 #endif
 #ifndef PREFETCH
 #define PREFETCH 1  // the next K step's slices are loaded into registers while the current one is multiplied
@@ -232,7 +232,8 @@ void main() {
       [[unroll]] for (uint j = 0; j < FN; ++j)
         [[unroll]] for (uint i = 0; i < FM; ++i) acc[i][j] = coopMatMulAddNV(pa[i], pb[j], acc[i][j]);
 #endif
-#elif PREFETCH
+#endif
+#if PROBE == 5 || (!PROBE && PREFETCH)
   EL ra[LOADS_A], rb[LOADS_B];  // the next K step's slices, in flight while the current one is multiplied
   for (uint s = 0; s <= steps; ++s) {
     const uint st = STAGES == 1 ? 0 : s % 2;  // the shared buffer written this iteration (read the next)
@@ -252,9 +253,11 @@ void main() {
       [[unroll]] for (uint e = 0; e < LOADS_A; ++e) ra[e] = LOAD_A(k0, e);
       [[unroll]] for (uint e = 0; e < LOADS_B; ++e) rb[e] = LOAD_B(k0, e);
     }
+#if PROBE != 5  // 5: the global loads, shared stores and barriers alone
     if (s > 0) MULTIPLY(st * STAGE_A, st * STAGE_B);  // the slices stored above (step s - 1)
+#endif
   }
-#else
+#elif !PROBE
   // No register prefetch: fewer registers, so more workgroups per SM hide the global loads instead.
   for (uint s = 0; s < steps; ++s) {
     const uint k0 = kbeg + s * BK;
@@ -270,6 +273,9 @@ void main() {
 
 #if PROBE == 3 || PROBE == 4  // no stores (3: after the products; 4: a tile without products or stores)
   if (p.lda != 12345u) return;  // never taken by the bench's operands, so the products stay
+#elif PROBE == 5  // no products or stores; one staged value is kept live so the staging stays
+  if (p.lda != 12345u) return;
+  acc[0][0] = fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>(float(As[p.K % (STAGE_A / V)][0] + Bs[p.N % (STAGE_B / V)][0]));
 #endif
   const uint cbase = gl_WorkGroupID.z * p.M * p.N;  // (batch, split) slice
 #ifdef EPI_BIAS

@@ -86,7 +86,6 @@ double run_five_steps(double max_norm, double grad_scale, const AdamWOptions& o)
     gpu.zero_grad();
   }
   CHECK(gpu.step_count() == 5);
-  MESSAGE("fma() fused on this device (FUSED_FMA kernels): " << gpu.fused_fma());
   MESSAGE(identical << " of " << compared << " param tensors bit-identical to the CPU's after each step");
   // Exact fma, division and sqrt in the kernel: the same bits as the CPU but for rare double roundings.
   CHECK(identical * 10 >= compared * 9);

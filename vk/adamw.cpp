@@ -7,9 +7,6 @@
 #include <algorithm>
 #include <array>
 #include <vector>
-#include <cstring>
-
-#include "core/rng.h"
 
 #include "spirv/push_constants.h"
 
@@ -20,28 +17,6 @@ constexpr uint32_t kWG = 256;
 constexpr uint64_t kNormChunk = uint64_t{kWG} * ADAMW_NORM_ITEMS;  // grad elements per partial sum
 
 uint64_t norm_parts(int64_t n) { return (static_cast<uint64_t>(n) + kNormChunk - 1) / kNormChunk; }
-
-// Whether fma() on this device is fused and correctly rounded: spirv/fma_probe.comp on triples whose unfused
-// result differs (a * b rounds away the low bits that c cancels to), compared bitwise with std::fma.
-bool probe_fused_fma(Runtime& rt) {
-  constexpr uint32_t kN = 64;
-  std::vector<float> x(3 * kN), got(kN);
-  Rng rng(20261126);
-  for (uint32_t i = 0; i < kN; ++i) {
-    const float a = i == 0 ? 1.0f + 0x1p-23f : static_cast<float>(1.0 + rng.uniform()) * (i % 2 ? -1.0f : 1.0f);
-    const float b = i == 0 ? 1.0f - 0x1p-23f : static_cast<float>(rng.uniform() - 0.5) * 3.0f;
-    x[3 * i] = a, x[3 * i + 1] = b, x[3 * i + 2] = -(a * b);  // fused: the product's rounding error; unfused: 0
-  }
-  const auto in = rt.upload_new(x.data(), x.size() * 4), out = rt.scratch(kN * 4);
-  const struct { uint32_t unused; } push{0};
-  rt.run("fma_probe", {kN}, {{in, false}, {out, true}}, push, {1, 1, 1}, 0.0);
-  rt.queue().download(out, got.data(), kN * 4);
-  for (uint32_t i = 0; i < kN; ++i) {
-    const float want = std::fma(x[3 * i], x[3 * i + 1], x[3 * i + 2]);
-    if (std::memcmp(&got[i], &want, 4) != 0) return false;
-  }
-  return true;
-}
 }  // namespace
 
 GpuAdamW::GpuAdamW(VulkanBackend& backend, std::vector<Tensor> params, AdamWOptions opt)
@@ -52,7 +27,6 @@ GpuAdamW::GpuAdamW(VulkanBackend& backend, std::vector<Tensor> params, AdamWOpti
                 "[adamw gpu] param {} ({}) cannot live on the GPU (needs contiguous, offset 0, this device's buffer)",
                 i, p.str());
   }
-  fused_fma_ = probe_fused_fma(rt_) ? 1u : 0u;
   stats_ = Tensor::zeros({4}, DType::f32);
   rt_.input(stats_);  // uploaded once; from here on only kernels write it
 }
@@ -129,7 +103,7 @@ void GpuAdamW::clip_and_step(double lr, double max_norm, double inv_scale) {
       work += 2.0 * double(g.numel());
     }
     static_assert(ADAMW_NORM_GRADS == 8, "the binding list below names 8 grads");
-    rt_.run("adamw_norm_partial_f32", {kWG, fused_fma_},
+    rt_.run("adamw_norm_partial_f32", {kWG},
             {{gb[0], false}, {gb[1], false}, {gb[2], false}, {gb[3], false}, {gb[4], false}, {gb[5], false},
              {gb[6], false}, {gb[7], false}, {partials_, true, /*disjoint=*/true}},
             npc, Runtime::grid(groups), work);
@@ -137,7 +111,7 @@ void GpuAdamW::clip_and_step(double lr, double max_norm, double inv_scale) {
   }
   const auto bs = rt_.input(stats_);
   const pc::AdamWFinalPC fpc{uint32_t(parts), static_cast<float>(std::max(max_norm, 0.0)), inv, loss_added_ ? 1u : 0u};
-  rt_.run("adamw_norm_final_f32", {kWG, fused_fma_}, {{partials_, false}, {bs, true}}, fpc, {1, 1, 1}, 2.0 * double(parts));
+  rt_.run("adamw_norm_final_f32", {kWG}, {{partials_, false}, {bs, true}}, fpc, {1, 1, 1}, 2.0 * double(parts));
   stats_.storage()->mark_device_written();
   loss_added_ = false;
 
@@ -169,7 +143,7 @@ void GpuAdamW::clip_and_step(double lr, double max_norm, double inv_scale) {
     std::vector<Binding> b{{rt_.input(p), true}, {rt_.input(grads[i]), false}, {rt_.input(ms[i]), true},
                            {rt_.input(vs[i]), true}, {bs, false}};
     if (h16) b.push_back({rt_.input(Tensor::over(d.storage, p.shape(), DType::f16)), true});
-    rt_.run(std::string(vec4 ? "adamw_f32_vec4" : "adamw_f32") + (h16 ? "_h16" : ""), {kWG, fused_fma_}, b, pc,
+    rt_.run(std::string(vec4 ? "adamw_f32_vec4" : "adamw_f32") + (h16 ? "_h16" : ""), {kWG}, b, pc,
             Runtime::grid_for(vec4 ? n / 4 : n, kWG), (h16 ? 11.0 : 10.0) * double(n));
     p.storage()->mark_device_written();
     if (h16) {

@@ -43,7 +43,6 @@ class GpuAdamW : public AdamW {
   // One host read (waits for the queued work). After a vetoed step it sets step_count() back; a clip_and_step
   // whose stats were not read is read by the next clip_and_step, so the count is right before it is used.
   Stats read_stats();
-  bool fused_fma() const { return fused_fma_ != 0; }  // the kernels run with FUSED_FMA (spirv/ffloat.glsl)
 
  protected:
   Runtime& runtime() { return rt_; }
@@ -56,7 +55,6 @@ class GpuAdamW : public AdamW {
   uint64_t partials_cap_ = 0;            // pairs partials_ holds
   bool loss_added_ = false;   // add_loss ran since the last clip_and_step: the veto checks the loss sum too
   bool step_unread_ = false;  // a clip_and_step whose skip flag read_stats has not seen yet
-  uint32_t fused_fma_ = 0;    // 1: the device's fma() is fused (probed at construction): FUSED_FMA kernels
 };
 
 }  // namespace alpha::vk
