@@ -39,16 +39,21 @@ Tensor linear_master(const Tensor& x, const Tensor& w, const Tensor& b) {
   ALPHA_CHECK(w.dim() == 2, ShapeError, "[linear] weight must be (out, in), got {}", w.str());
   ALPHA_CHECK(x.dtype() == DType::f16 && w.dtype() == DType::f32, DTypeError,
               "[linear] a master-weight linear takes f16 x and an f32 weight, got {} and {}", x.str(), w.str());
-  const Tensor w16 = w.is_leaf() ? ops::cast_cached(w, DType::f16) : ops::cast(w, DType::f16);  // (out, in)
+  // A leaf (a weight) keeps its f16 copy between steps (ops::cast_cached; GpuAdamW rewrites it).
+  auto half = [](const Tensor& t) { return t.is_leaf() ? ops::cast_cached(t, DType::f16) : ops::cast(t, DType::f16); };
+  const Tensor w16 = half(w);  // (out, in)
+  // An f32 (master) bias runs as its f16 copy and gets an f32 gradient straight from the column sum.
+  const bool b32 = b.defined() && b.dtype() == DType::f32;
+  const Tensor b16 = b32 ? half(b) : b;
   const bool gx = x.requires_grad(), gw = w.requires_grad(), gb = b.defined() && b.requires_grad();
   // The bias in the GEMM's epilogue where the GPU has one (ops::linear), else a separate add.
-  return record("linear_master", ops::linear(x, w16, b), {x, w, b}, [x, w16, b, gx, gw, gb](const Tensor& g) {
+  return record("linear_master", ops::linear(x, w16, b16), {x, w, b}, [x, w16, b, b32, gx, gw, gb](const Tensor& g) {
     Tensor dx, dw, db;
     if (gx) dx = ops::matmul(g, w16, false, false);  // (..., out) @ (out, in) -> (..., in), f16
     if (gw) {  // (R, out)^T @ (R, in) -> (out, in) over the flattened rows, f32
       dw = ops::matmul_f32(ops::reshape(g, {-1, g.size(-1)}), ops::reshape(x, {-1, x.size(-1)}), true, false);
     }
-    if (gb) db = ops::sum_to(g, b.shape());  // (out)
+    if (gb) db = b32 ? ops::sum_f32(ops::reshape(g, {-1, g.size(-1)}), 0) : ops::sum_to(g, b.shape());  // (out)
     return std::vector<Tensor>{dx, dw, db};
   });
 }

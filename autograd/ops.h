@@ -49,8 +49,9 @@ Tensor cast(const Tensor& x, DType dtype);
 Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a = false, bool trans_b = false);
 // y = x @ w^T + b: x (..., in), w (out, in), b (out) or undefined -> (..., out)
 Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b);
-// f16 training: x f16, w the f32 master weight, b f16 or undefined. The forward runs on w cast to f16; w's gradient
-// comes back in f32 straight from the GEMM (ops::matmul_f32), never rounded to f16 and cast back.
+// f16 training: x f16, w the f32 master weight, b f32 (master), f16 or undefined. The forward runs on f16 copies of w
+// and an f32 b; w's gradient comes back in f32 straight from the GEMM (ops::matmul_f32) and an f32 b's from the
+// column sum (ops::sum_f32), never rounded to f16 and cast back.
 Tensor linear_master(const Tensor& x, const Tensor& w, const Tensor& b);
 
 // ---- NN ops, one file each in autograd/ ----

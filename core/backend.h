@@ -42,6 +42,7 @@ class Backend {
   virtual Tensor unary(const char* /*op: neg exp log sqrt*/, const Tensor&) { return {}; }
   virtual Tensor scale(const Tensor&, double /*mul*/, double /*add*/) { return {}; }
   virtual Tensor sum(const Tensor&, int64_t /*dim*/, bool /*keepdim*/) { return {}; }
+  virtual Tensor sum_f32(const Tensor&, int64_t /*dim*/) { return {}; }  // f32 result for f16 input too
   virtual Tensor matmul(const Tensor&, const Tensor&, bool, bool) { return {}; }
   virtual Tensor matmul_f32out(const Tensor&, const Tensor&, bool, bool) { return {}; }  // f16 operands, f32 product
   virtual Tensor embedding(const Tensor&, const Tensor&) { return {}; }

@@ -260,6 +260,14 @@ Tensor sum(const Tensor& x, int64_t dim, bool keepdim) {
       [&] { return cpu::sum(up(x), d, keepdim); });
 }
 
+Tensor sum_f32(const Tensor& x, int64_t dim) {
+  check_float16(x, "sum", "x");
+  const int64_t d = wrap(dim, x.dim(), "sum");
+  return dispatch<Tensor>("sum", {x},
+      OpClass::reduce, x.numel(), [&](Backend& be) { return be.sum_f32(x, d); },
+      [&] { return cpu::sum(up(x), d, false); }, Half::no);
+}
+
 Tensor mean(const Tensor& x, int64_t dim, bool keepdim) {
   const int64_t d = wrap(dim, x.dim(), "mean");
   ALPHA_CHECK(x.size(d) > 0, ShapeError, "[mean] dim {} of {} is empty", d, x.str());

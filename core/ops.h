@@ -50,6 +50,8 @@ void add_(Tensor& dst, const Tensor& src, double alpha = 1.0);  // dst += alpha 
 
 // ---- reductions over one dim (negative dims count from the end) ----
 Tensor sum(const Tensor& x, int64_t dim, bool keepdim = false);
+// sum over dim with an f32 result for f16 x too (f32 accumulation, no f16 rounding): an f32 master bias's gradient.
+Tensor sum_f32(const Tensor& x, int64_t dim);
 Tensor mean(const Tensor& x, int64_t dim, bool keepdim = false);
 std::pair<Tensor, Tensor> max(const Tensor& x, int64_t dim, bool keepdim = false);  // values, i32 argmax
 Tensor sum_all(const Tensor& x);                         // 0-d

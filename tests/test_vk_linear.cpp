@@ -87,6 +87,39 @@ TEST_CASE("linear_master with a bias: y, dx, dw and db match the CPU; the CPU's 
   expect_clean();
 }
 
+TEST_CASE("linear_master with an f32 master bias: y as with its f16 cast, db the f32 column sum of dy (no f16 rounding)") {
+  GpuScope g;
+  const Tensor gy = f16(randn({3, 40, 72}, 722));
+  // Reference: the f16-cast bias (the cast's node rounds nothing on the way back: db would be the f16 sum widened).
+  const auto run = [&](bool master_bias) {
+    Tensor x = f16(randn({3, 40, 48}, 720)), w = randn({72, 48}, 721, 0.3), b = randn({72}, 723);
+    for (Tensor* t : {&x, &w, &b}) t->set_requires_grad(true);
+    const Tensor y = ag::linear_master(x, w, master_bias ? b : ag::cast(b, DType::f16));
+    ag::backward(ag::sum_all(ag::mul(y, gy)));
+    return std::vector<Tensor>{y, x.grad(), w.grad(), b.grad()};
+  };
+  // The exact db: each column of gy summed in double (f16 values; 120 rows), then rounded to f32.
+  const std::vector<double> v = gy.to_f64_vector();
+  std::vector<float> exact(72, 0.0f);
+  for (int64_t c = 0; c < 72; ++c) {
+    double s = 0;
+    for (int64_t r = 0; r < 120; ++r) s += v[static_cast<size_t>(r * 72 + c)];
+    exact[static_cast<size_t>(c)] = static_cast<float>(s);
+  }
+  const Tensor db_exact = Tensor::from_vector(exact, {72});
+  for (const bool gpu_run : {false, true}) {
+    CAPTURE(gpu_run);
+    const auto ref = gpu_run ? run(false) : on_cpu([&] { return run(false); });
+    const auto got = gpu_run ? run(true) : on_cpu([&] { return run(true); });
+    for (size_t i = 0; i < 3; ++i) expect_close(got[i], ref[i], 0, 0, "y, dx, dw as with the f16 bias (bitwise)");
+    CHECK(got[3].dtype() == DType::f32);
+    expect_close(got[3], db_exact, 1e-6, 1e-6, "db: f32 sums");
+    // The f16-cast bias's gradient carries the f16 rounding (|db| ~ 10 here: steps of 2^-7 or 2^-6).
+    CHECK(vktest::rel_err(ref[3], db_exact) > 1e-5);
+  }
+  expect_clean();
+}
+
 TEST_CASE("ALPHA_VK_CHECK mode covers the fused linear: a wrong GPU result throws naming the op") {
   GpuScope g;
   set_gpu_check(true);

@@ -83,11 +83,13 @@ void VulkanBackend::record_sum(const std::shared_ptr<GpuBuffer>& in, const std::
     return;
   }
   // Long columns (bias gradients: 8192 rows): workgroups of 16 row lanes over 64-column blocks, in row chunks of 16
-  // lanes x 64 down to x 4 rows until ~1024 workgroups run, then the same sum over the chunks' partials. Invocations
-  // summing whole columns alone left a GPT-2 bias gradient's second pass latency-bound (~50 us on an H200).
+  // lanes x 64 down to x 4 rows until ~512 workgroups run, at most 64 chunks, then one more pass over the chunks'
+  // partials. Invocations summing whole columns alone left a GPT-2 bias gradient's second pass latency-bound (~50 us
+  // on an H200); 1024 workgroups of 4-row lanes made three passes of a 768-wide bias gradient.
   const uint64_t blocks = (cols + 63) / 64;
+  const uint32_t floor = std::max<uint32_t>(4, (n + 16 * 64 - 1) / (16 * 64));  // chunks <= 64
   uint32_t per_lane = 64;
-  while (per_lane > 4 && blocks * ((n + 16 * per_lane - 1) / (16 * per_lane)) < 1024) per_lane /= 2;
+  while (per_lane / 2 >= floor && blocks * ((n + 16 * per_lane - 1) / (16 * per_lane)) < 512) per_lane /= 2;
   const uint32_t chunk = 16 * per_lane, chunks = (n + chunk - 1) / chunk;
   const auto part = chunks > 1 ? rt_->scratch(uint64_t(outer) * chunks * inner * 4) : out;
   const pc::SumPC pc{outer, n, inner, chunks > 1 ? 1.0f : scale, chunk};

@@ -99,6 +99,7 @@ class VulkanBackend : public Backend {
   Tensor unary(const char* op, const Tensor& x) override;
   Tensor scale(const Tensor& x, double mul, double add) override;
   Tensor sum(const Tensor& x, int64_t dim, bool keepdim) override;
+  Tensor sum_f32(const Tensor& x, int64_t dim) override;
   Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b) override;
   Tensor matmul_f32out(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b) override;
   Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b) override;  // vk/matmul.cpp: the bias epilogue
@@ -178,6 +179,7 @@ class VulkanBackend : public Backend {
     return chunk;
   }
   // in_f16: the input is f16 (the output is always f32).
+  Tensor sum_out(const Tensor& x, int64_t dim, bool keepdim, DType out_dtype);
   void record_sum(const std::shared_ptr<GpuBuffer>& in, const std::shared_ptr<GpuBuffer>& out, uint32_t outer,
                   uint32_t n, uint32_t inner, float scale, bool in_f16 = false);
 

@@ -69,7 +69,11 @@ Tensor VulkanBackend::scale(const Tensor& x, double mul, double add) {
   return run_unary(*rt_, 4, x, static_cast<float>(mul), static_cast<float>(add));
 }
 
-Tensor VulkanBackend::sum(const Tensor& x, int64_t dim, bool keepdim) {
+Tensor VulkanBackend::sum(const Tensor& x, int64_t dim, bool keepdim) { return sum_out(x, dim, keepdim, x.dtype()); }
+
+Tensor VulkanBackend::sum_f32(const Tensor& x, int64_t dim) { return sum_out(x, dim, false, DType::f32); }
+
+Tensor VulkanBackend::sum_out(const Tensor& x, int64_t dim, bool keepdim, DType out_dtype) {
   if (!flt(x)) return {};
   const Shape& s = x.shape();
   int64_t outer = 1, inner = 1;
@@ -82,11 +86,12 @@ Tensor VulkanBackend::sum(const Tensor& x, int64_t dim, bool keepdim) {
   if (outer * inner == 0 || n == 0) return {};
   const auto bx = rt_->input(x);
   const bool h = x.dtype() == DType::f16;
-  Tensor out = rt_->output(rs, x.dtype());
-  // f16: f32 accumulation into a scratch buffer, then one rounding to f16.
-  const auto acc = h ? rt_->scratch(uint64_t(outer * inner) * 4) : Runtime::buffer_of(out);
+  Tensor out = rt_->output(rs, out_dtype);
+  // f16 out: f32 accumulation into a scratch buffer, then one rounding to f16.
+  const bool h_out = out_dtype == DType::f16;
+  const auto acc = h_out ? rt_->scratch(uint64_t(outer * inner) * 4) : Runtime::buffer_of(out);
   record_sum(bx, acc, uint32_t(outer), uint32_t(n), uint32_t(inner), 1.0f, h);
-  if (h) record_cast(acc, Runtime::buffer_of(out), uint32_t(outer * inner), true);
+  if (h_out) record_cast(acc, Runtime::buffer_of(out), uint32_t(outer * inner), true);
   return out;
 }
 

@@ -91,8 +91,8 @@ Tensor GPT::linear16(const Tensor& x, const Tensor& w, const Tensor& b) {
 Tensor GPT::block_forward(const Block& b, const Tensor& x, bool training, Rng& rng, int64_t layer) const {
   if (cfg_.f16 && b.ln1_w.dtype() != DType::f16) {  // f16 mode: run on f16 copies of the block's weights
     Block h = b;
-    // Linear weights stay f32: linear16 casts them and hands their gradients back in f32.
-    for (Tensor* t : {&h.ln1_w, &h.ln1_b, &h.attn_b, &h.proj_b, &h.ln2_w, &h.ln2_b, &h.fc_b, &h.fc2_b})
+    // Linear weights and biases stay f32: linear16 runs them as f16 copies and hands their gradients back in f32.
+    for (Tensor* t : {&h.ln1_w, &h.ln1_b, &h.ln2_w, &h.ln2_b})
       if (t->defined()) *t = ag::cast(*t, DType::f16);
     return block_forward(h, x, training, rng, layer);
   }
