@@ -18,6 +18,7 @@
 //   LOSS:      stats[0] = (first ? 0 : stats[0]) + loss[0]: the step's loss summed over micro-batches.
 // Every reduction has a fixed order (no atomics), so results are bit-identical run to run.
 #version 450
+#extension GL_EXT_control_flow_attributes : require
 #ifdef H16
 #extension GL_EXT_shader_16bit_storage : require
 #endif
@@ -62,12 +63,17 @@ void main() {
     if (k < p.count && grp >= p.first[k]) w = k;
   const uint base = (grp - p.first[w]) * WG * ADAMW_NORM_ITEMS;
   if (base >= p.n[w]) return;  // uniform per workgroup (grid padding)
-  vec2 acc = vec2(0.0);
-  for (uint k = 0; k < ADAMW_NORM_ITEMS; ++k) {
+  // Every load of the chunk in flight first, then the float-float sum in the same order.
+  float gv[ADAMW_NORM_ITEMS];
+  [[unroll]] for (uint k = 0; k < ADAMW_NORM_ITEMS; ++k) {
     const uint i = base + k * WG + gl_LocalInvocationID.x;
+    gv[k] = i < p.n[w] ? grad_at(w, i) : 0.0;
+  }
+  vec2 acc = vec2(0.0);
+  [[unroll]] for (uint k = 0; k < ADAMW_NORM_ITEMS; ++k) {
     // inv_scale is a power of two in practice, so g * inv_scale is exact, as on the CPU.
-    if (i >= p.n[w]) continue;
-    precise float gi = grad_at(w, i) * p.inv_scale;
+    if (base + k * WG + gl_LocalInvocationID.x >= p.n[w]) continue;
+    precise float gi = gv[k] * p.inv_scale;
     acc = dd_add(acc, dd_square(gi));
   }
   acc = wg_dd_sum(acc);
@@ -139,10 +145,12 @@ void update(inout float pv, float g0, inout float mv, inout float vv, float gsca
 }
 void main() {
   const uint i = linear_id();
-  if (i >= p.n / W || stats[3] != 0.0) return;  // a vetoed step (non-finite grads or loss) changes nothing
-  const float gscale = stats[2];
+  if (i >= p.n / W) return;
+  // The operands' loads go out with the coefficient's (not after it: one memory latency per invocation, not two).
   precise T pv = prm[i], mv = m[i], vv = v[i];
   const T gv = g[i];
+  if (stats[3] != 0.0) return;  // a vetoed step (non-finite grads or loss) changes nothing
+  const float gscale = stats[2];
 #ifdef VEC4
   for (uint e = 0u; e < 4u; ++e) {
     precise float pe = pv[e], me = mv[e], ve = vv[e];
