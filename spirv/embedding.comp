@@ -1,8 +1,9 @@
-// Embedding gather: out[i, c] = weight[idx[i], c] (indices range-checked on the host).
-// BACKWARD (deterministic, no atomics): the host sorts positions by vocab row (stable), giving
-// order[] and starts[V + 1]; one invocation per (s, v, c) sums dout[order[k], c] for k = starts[v] + s,
-// + splits, ... in order, into partial s (vk/ sums the splits in order; splits > 1 keeps frequent rows, e.g. a
-// character vocabulary's space, from serializing thousands of loads in one invocation).
+// Embedding gather (forward) and its deterministic backward, no atomics. The host sorts positions by vocab row
+// (stable) into order[] and cuts each row's run into segments of at most 32 positions (vk/embedding.cpp) (a frequent row, e.g. a
+// space or a comma, would otherwise serialize thousands of loads in one invocation):
+//   SEG:  one invocation per (segment, column) sums dout[order[k], c] over its positions in order -> part[seg, c];
+//   ROWS: one invocation per (row v, column c) sums the row's segment partials in order -> dw[v, c] (0 for a row
+//         that no position uses).
 // F16: weight, out and dout stored f16; dw stays f32 (a parameter gradient summed over positions).
 #version 450
 #include "f16.glsl"
@@ -11,18 +12,32 @@
 
 layout(push_constant) uniform Push { EmbeddingPC p; };
 
-#ifdef BACKWARD
+#ifdef SEG
+// n_idx: segments; vocab: unused; splits: unused.
 layout(std430, binding = 0) readonly buffer D { ST dout[]; };
 layout(std430, binding = 1) readonly buffer Ord { int order_[]; };
-layout(std430, binding = 2) readonly buffer St { int starts[]; };
-layout(std430, binding = 3) writeonly buffer DW { float dw[]; };
+layout(std430, binding = 2) readonly buffer Sg { ivec2 seg[]; };  // [first, end) positions in order_
+layout(std430, binding = 3) writeonly buffer Part { float part[]; };
 void main() {
   const uint i = linear_id();
-  if (i >= p.splits * p.vocab * p.cols) return;
-  const uint vc = i % (p.vocab * p.cols), v = vc / p.cols, c = vc % p.cols;
+  if (i >= p.n_idx * p.cols) return;
+  const uint sg = i / p.cols, c = i % p.cols;
+  const ivec2 r = seg[sg];
   float s = 0.0;
-  for (int k = starts[v] + int(i / (p.vocab * p.cols)); k < starts[v + 1]; k += int(p.splits))
-    s += float(dout[uint(order_[k]) * p.cols + c]);
+  for (int k = r.x; k < r.y; ++k) s += float(dout[uint(order_[k]) * p.cols + c]);
+  part[i] = s;
+}
+#elif defined(ROWS)
+// vocab rows; splits: unused.
+layout(std430, binding = 0) readonly buffer Part { float part[]; };
+layout(std430, binding = 1) readonly buffer RS { int row_seg[]; };  // (vocab + 1) first segment of each row
+layout(std430, binding = 2) writeonly buffer DW { float dw[]; };
+void main() {
+  const uint i = linear_id();
+  if (i >= p.vocab * p.cols) return;
+  const uint v = i / p.cols, c = i % p.cols;
+  float s = 0.0;
+  for (int k = row_seg[v]; k < row_seg[v + 1]; ++k) s += part[uint(k) * p.cols + c];
   dw[i] = s;
 }
 #else

@@ -88,8 +88,9 @@ class VulkanBackend : public Backend {
   // GPT-2 59.7 / 59.7 / 59.3 / 62.7 ms (docs/PERFORMANCE.md, session 10).
   static constexpr int64_t kTargetGroupsCm = 768;
   static constexpr int64_t kSmallGrid = 384;  // cm_tile: fewer 128 x 64 workgroups than this take 64 x 64 tiles
-  // Partial sums the embedding backward splits its longest row's `longest` positions over (vk/embedding.cpp).
-  static uint32_t embedding_splits(int64_t longest, int64_t vocab, int64_t cols);
+  // Positions per partial sum of the embedding backward (vk/embedding.cpp): a frequent token's run is cut into
+  // segments of this many, summed in parallel, then in order.
+  static constexpr int32_t kSegment = 32;
   void sync() { rt_->queue().sync(); }
 
   Tensor add(const Tensor& a, const Tensor& b) override { return binary(0, a, b); }

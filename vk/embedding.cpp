@@ -1,6 +1,7 @@
 // Embedding gather and its deterministic backward on the GPU. Indices are range-checked on the host (an
 // out-of-range index is declined so the CPU kernel raises its IndexError). The backward's host step is a
-// stable counting sort of positions by vocab row; the GPU then sums each row's positions in order.
+// stable counting sort of positions by vocab row, cut into segments of kSegment positions; the GPU sums each
+// segment's positions in order, then each row's segments in order (spirv/embedding.comp).
 // f16 weight / dout: f16-storage variants; the weight gradient stays f32 (core/ops.h).
 #include <algorithm>
 
@@ -32,12 +33,6 @@ Tensor VulkanBackend::embedding(const Tensor& weight, const Tensor& idx) {
   return out;
 }
 
-uint32_t VulkanBackend::embedding_splits(int64_t longest, int64_t vocab, int64_t cols) {
-  const uint64_t items = std::max<uint64_t>(uint64_t(vocab) * uint64_t(cols), 1);
-  const int64_t cap = std::max<int64_t>(1, int64_t((uint64_t{1} << 26) / items));
-  return static_cast<uint32_t>(std::clamp<int64_t>(longest / 32, 1, std::min<int64_t>(64, cap)));
-}
-
 Tensor VulkanBackend::embedding_backward(const Tensor& dout, const Tensor& idx, int64_t vocab) {
   if (!flt(dout) || !i32(idx) || vocab > INT32_MAX || !in_range(idx, vocab)) return {};
   const int64_t n = idx.numel(), cols = dout.size(-1);
@@ -48,21 +43,30 @@ Tensor VulkanBackend::embedding_backward(const Tensor& dout, const Tensor& idx, 
   for (int64_t v = 0; v < vocab; ++v) starts[v + 1] += starts[v];
   std::vector<int32_t> fill(starts.begin(), starts.end() - 1);
   for (int64_t i = 0; i < n; ++i) order[static_cast<size_t>(fill[static_cast<size_t>(p[i])]++)] = int32_t(i);
+  // Each row's run in segments of at most kSegment positions ([first, end) into order), and each row's first
+  // segment: a frequent token's positions are summed by many invocations, then its partials in order.
+  std::vector<int32_t> segs, row_seg(static_cast<size_t>(vocab) + 1, 0);
+  for (int64_t v = 0; v < vocab; ++v) {
+    row_seg[static_cast<size_t>(v)] = int32_t(segs.size() / 2);
+    for (int32_t k = starts[v]; k < starts[v + 1]; k += kSegment) segs.insert(segs.end(), {k, std::min(k + kSegment, starts[v + 1])});
+  }
+  row_seg[static_cast<size_t>(vocab)] = int32_t(segs.size() / 2);
+  const uint32_t nseg = uint32_t(segs.size() / 2);
   const auto bd = rt_->input(dout);
-  const auto bo = rt_->upload_new(order.data(), order.size() * 4);
-  const auto bs = rt_->upload_new(starts.data(), starts.size() * 4);
   Tensor dw = rt_->output({vocab, cols});
-  // Splits of the longest row's positions: ~32 loads per invocation at most, while the (splits, V, C) f32 partials
-  // stay under 2^26 floats (a character vocabulary: up to 64 splits; GPT-2's 50304 x 768: none, 1 split).
-  int32_t longest = 0;
-  for (int64_t v = 0; v < vocab; ++v) longest = std::max(longest, starts[v + 1] - starts[v]);
+  const auto brs = rt_->upload_new(row_seg.data(), row_seg.size() * 4);
+  const auto part = rt_->scratch(std::max<uint64_t>(uint64_t(nseg) * uint64_t(cols), 1) * 4);
+  if (nseg > 0) {
+    const auto bo = rt_->upload_new(order.data(), order.size() * 4);
+    const auto bs = rt_->upload_new(segs.data(), segs.size() * 4);
+    const pc::EmbeddingPC spc{nseg, uint32_t(cols), uint32_t(vocab), 1};
+    rt_->run("embedding_bwd_seg" + sfx(dout), {256}, {{bd, false}, {bo, false}, {bs, false}, {part, true}}, spc,
+             Runtime::grid_for(uint64_t(nseg) * uint64_t(cols), 256), double(dout.numel()));
+  }
   const uint64_t items = uint64_t(vocab) * uint64_t(cols);
-  const uint32_t splits = embedding_splits(longest, vocab, cols);
-  const pc::EmbeddingPC pc{uint32_t(n), uint32_t(cols), uint32_t(vocab), splits};
-  const auto part = splits > 1 ? rt_->scratch(items * splits * 4) : Runtime::buffer_of(dw);
-  rt_->run("embedding_bwd" + sfx(dout), {256}, {{bd, false}, {bo, false}, {bs, false}, {part, true}}, pc,
-           Runtime::grid_for(items * splits, 256), double(dout.numel()));
-  if (splits > 1) record_sum(part, Runtime::buffer_of(dw), 1, splits, uint32_t(items), 1.0f);  // in split order
+  const pc::EmbeddingPC rpc{uint32_t(n), uint32_t(cols), uint32_t(vocab), 1};
+  rt_->run("embedding_bwd_rows", {256}, {{part, false}, {brs, false}, {Runtime::buffer_of(dw), true}}, rpc,
+           Runtime::grid_for(items, 256), double(items));
   return dw;
 }
 
