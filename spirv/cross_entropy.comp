@@ -4,7 +4,7 @@
 // GPT-2 row of 50304 logits is read once, not twice. VEC4 (cols % 4 == 0): 4 logits per load.
 // BACKWARD: one invocation per element: dx = scale * (exp(x - lse) - [j == target]), 0 on ignored rows.
 // lse is an f64 tensor (core/ops.h), read and written through its bit pattern (f64bits.glsl).
-// F16: logits and dx stored f16 (lse, row losses stay f32/f64); math f32. VEC4 (BACKWARD F16): 4 per invocation.
+// F16: logits and dx stored f16 (lse, row losses stay f32/f64); math f32. VEC4 (BACKWARD F16): 8 per invocation.
 #version 450
 #include "f16.glsl"
 #include "common.glsl"
@@ -23,23 +23,26 @@ layout(std430, binding = 0) readonly buffer X { ST x[]; };
 layout(std430, binding = 1) readonly buffer T { int target[]; };
 
 #if defined(BACKWARD) && defined(VEC4)
-// 4 elements of one row per invocation (cols % 4 == 0) through 8-byte f16vec4 loads; same per-element math.
+// 4 elements of one row per vector (cols % 4 == 0) through 8-byte f16vec4 loads; same per-element math. Two vectors
+// per invocation, i and i + ceil(n / 2), their logits loaded first (more bytes in flight: binary.comp).
 layout(std430, binding = 2) readonly buffer L { uvec2 lse[]; };
 layout(std430, binding = 3) writeonly buffer DX { f16vec4 dx4[]; };
-void main() {
-  const uint i = linear_id();
-  if (i >= p.rows * p.cols / 4) return;
+f16vec4 grad4(uint i, vec4 v) {
   const uint r = (4 * i) / p.cols, j = (4 * i) % p.cols;
   const int t = target[r];
-  if (t == p.ignore_index) {
-    dx4[i] = f16vec4(0.0);
-    return;
-  }
+  if (t == p.ignore_index) return f16vec4(0.0);
   const float l = f64_bits_to_f32(lse[r]);
-  const vec4 v = vec4(x4[i]);
   vec4 d;
   for (int e = 0; e < 4; ++e) d[e] = p.scale * (exp(v[e] - l) - (int(j) + e == t ? 1.0 : 0.0));
-  dx4[i] = f16vec4(d);
+  return f16vec4(d);
+}
+void main() {
+  const uint n = p.rows * p.cols / 4, i = linear_id(), h = (n + 1u) / 2u;
+  if (i >= h) return;
+  const uint k = i + h < n ? i + h : i;
+  const vec4 v0 = vec4(x4[i]), v1 = vec4(x4[k]);
+  dx4[i] = grad4(i, v0);
+  if (k != i) dx4[k] = grad4(k, v1);
 }
 #elif defined(BACKWARD)
 layout(std430, binding = 2) readonly buffer L { uvec2 lse[]; };

@@ -3,7 +3,8 @@
 // BACKWARD: dx = dy * (0.5 (1 + t) + 0.5 x (1 - t^2) sqrt(2/pi) (1 + 3 * 0.044715 x^2)); the second term is
 // 0 where u is clamped (also for u = +-inf from an overflowing x^3, which would otherwise give 0 * inf).
 // F16: f16 storage, f32 math. VEC4 (with F16): 4 elements per invocation through 8-byte f16vec4 loads, each
-// converted as the scalar kernel does (same bits); n counts vectors.
+// converted as the scalar kernel does (same bits); n counts vectors, and each invocation takes two, i and
+// i + ceil(n / 2), loaded before either is computed (more bytes in flight: binary.comp).
 #version 450
 #include "f16.glsl"
 #include "common.glsl"
@@ -36,27 +37,43 @@ float gelu(float v) { return 0.5 * v * (1.0 + tanh(clamp(K0 * (v + K1 * v * v * 
 layout(std430, binding = 0) readonly buffer DY { VT dy[]; };
 layout(std430, binding = 1) readonly buffer X { VT x[]; };
 layout(std430, binding = 2) writeonly buffer DX { VT dx[]; };
+#if W == 1
 void main() {
   const uint i = linear_id();
   if (i >= p.n) return;
-#if W == 1
   dx[i] = ST(float(dy[i]) * gelu_grad(float(x[i])));
-#else
-  const vec4 v = vec4(x[i]), g = vec4(dy[i]);
-  dx[i] = VT(vec4(g.x * gelu_grad(v.x), g.y * gelu_grad(v.y), g.z * gelu_grad(v.z), g.w * gelu_grad(v.w)));
-#endif
 }
+#else
+vec4 grad4(vec4 v, vec4 g) {
+  return vec4(g.x * gelu_grad(v.x), g.y * gelu_grad(v.y), g.z * gelu_grad(v.z), g.w * gelu_grad(v.w));
+}
+void main() {
+  const uint i = linear_id(), h = (p.n + 1u) / 2u;
+  if (i >= h) return;
+  const uint j = i + h < p.n ? i + h : i;
+  const vec4 v0 = vec4(x[i]), g0 = vec4(dy[i]), v1 = vec4(x[j]), g1 = vec4(dy[j]);
+  dx[i] = VT(grad4(v0, g0));
+  if (j != i) dx[j] = VT(grad4(v1, g1));
+}
+#endif
 #else
 layout(std430, binding = 0) readonly buffer X { VT x[]; };
 layout(std430, binding = 1) writeonly buffer Y { VT y[]; };
+#if W == 1
 void main() {
   const uint i = linear_id();
   if (i >= p.n) return;
-#if W == 1
   y[i] = ST(gelu(float(x[i])));
-#else
-  const vec4 v = vec4(x[i]);
-  y[i] = VT(vec4(gelu(v.x), gelu(v.y), gelu(v.z), gelu(v.w)));
-#endif
 }
+#else
+vec4 gelu4(vec4 v) { return vec4(gelu(v.x), gelu(v.y), gelu(v.z), gelu(v.w)); }
+void main() {
+  const uint i = linear_id(), h = (p.n + 1u) / 2u;
+  if (i >= h) return;
+  const uint j = i + h < p.n ? i + h : i;
+  const vec4 v0 = vec4(x[i]), v1 = vec4(x[j]);
+  y[i] = VT(gelu4(v0));
+  if (j != i) y[j] = VT(gelu4(v1));
+}
+#endif
 #endif

@@ -50,11 +50,12 @@ Tensor VulkanBackend::cross_entropy_backward(const Tensor& logits, const Tensor&
   Tensor dx = rt_->output(logits.shape(), logits.dtype());
   const pc::CrossEntropyPC pc{uint32_t(rows), uint32_t(cols), int32_t(ignore_index),
                               static_cast<float>(dloss / double(count))};
-  // f16 rows of a multiple of 4 logits: 4 per invocation through f16vec4 loads (same per-element math and bits).
+  // f16 rows of a multiple of 4 logits: f16vec4 loads, two per invocation (same per-element math and bits).
   const bool v4 = logits.dtype() == DType::f16 && cols % 4 == 0;
   rt_->run("cross_entropy_bwd" + sfx(logits) + (v4 ? "_vec4" : ""), {256},
            {{bx, false}, {bt, false}, {bl, false}, {Runtime::buffer_of(dx), true}}, pc,
-           Runtime::grid_for(uint64_t(logits.numel()) / (v4 ? 4 : 1), 256), 4.0 * double(logits.numel()));
+           Runtime::grid_for(v4 ? (uint64_t(logits.numel()) / 4 + 1) / 2 : uint64_t(logits.numel()), 256),
+           4.0 * double(logits.numel()));  // vec4: two vectors per invocation
   return dx;
 }
 

@@ -37,8 +37,9 @@ Tensor VulkanBackend::binary(uint32_t op, const Tensor& a, const Tensor& b) {
   const uint32_t d = v4 ? 4 : 1;
   const pc::BinaryPC pc{uint32_t(n / d), uint32_t(an / d), uint32_t(bn / d), 0};
   const std::string kernel = std::string(h ? "binary_f16" : "binary_f32") + (v4 ? "_vec4" : "");
-  rt_->run(kernel, {256, op}, {{ba, false}, {bb, false}, {Runtime::buffer_of(out), true}}, pc, Runtime::grid_for(pc.n, 256),
-           double(n));
+  const uint64_t invocations = h && v4 ? (uint64_t{pc.n} + 1) / 2 : pc.n;  // f16 vec4: two vectors each
+  rt_->run(kernel, {256, op}, {{ba, false}, {bb, false}, {Runtime::buffer_of(out), true}}, pc,
+           Runtime::grid_for(invocations, 256), double(n));
   return out;
 }
 

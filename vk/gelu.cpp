@@ -12,7 +12,7 @@ Tensor VulkanBackend::gelu(const Tensor& x) {
   const bool v4 = x.dtype() == DType::f16 && x.numel() % 4 == 0;
   const pc::GeluPC pc{uint32_t(v4 ? x.numel() / 4 : x.numel())};
   rt_->run("gelu" + sfx(x) + (v4 ? "_vec4" : ""), {256}, {{bx, false}, {Runtime::buffer_of(y), true}}, pc,
-           Runtime::grid_for(pc.n, 256), 10.0 * double(x.numel()));
+           Runtime::grid_for(v4 ? (uint64_t{pc.n} + 1) / 2 : pc.n, 256), 10.0 * double(x.numel()));  // vec4: two each
   return y;
 }
 
@@ -23,7 +23,7 @@ Tensor VulkanBackend::gelu_backward(const Tensor& dy, const Tensor& x) {
   const bool v4 = x.dtype() == DType::f16 && x.numel() % 4 == 0;
   const pc::GeluPC pc{uint32_t(v4 ? x.numel() / 4 : x.numel())};
   rt_->run("gelu_bwd" + sfx(x) + (v4 ? "_vec4" : ""), {256}, {{bdy, false}, {bx, false}, {Runtime::buffer_of(dx), true}},
-           pc, Runtime::grid_for(pc.n, 256), 15.0 * double(x.numel()));
+           pc, Runtime::grid_for(v4 ? (uint64_t{pc.n} + 1) / 2 : pc.n, 256), 15.0 * double(x.numel()));
   return dx;
 }
 
