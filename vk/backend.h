@@ -77,7 +77,8 @@ class VulkanBackend : public Backend {
   // The kernel variant a (batches x) M x N product of `dtype` operands runs with (tests, bench).
   std::string matmul_kernel(DType dtype, int64_t M, int64_t N, int64_t K, int64_t batches) const;
   // The block tile of the 16-byte-load coopmat kernel for a (batches x) M x N x K product (forced or by shape).
-  const CmTile& cm_tile(int64_t M, int64_t N, int64_t K, int64_t batches) const;
+  // f32_out: the product leaves in f32 (weight gradients), whose 128 x 128 tile stores its fragments unstaged.
+  const CmTile& cm_tile(int64_t M, int64_t N, int64_t K, int64_t batches, bool f32_out = false) const;
   void set_cm_tile(std::string name);  // "" = by shape; else a kCmTiles name (throws ValueError otherwise)
   // K slices for split-K (1 = none): enough bm x bn workgroups to fill the GPU, slices >= kMinSplitK deep.
   int64_t matmul_splits(const std::string& kernel, int64_t M, int64_t N, int64_t K, int64_t batches,

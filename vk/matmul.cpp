@@ -68,7 +68,7 @@ std::string cm_tile_from_env() {
 
 void VulkanBackend::set_cm_tile(std::string name) { cm_tile_ = name.empty() ? "" : tile_named(name).name; }
 
-const CmTile& VulkanBackend::cm_tile(int64_t M, int64_t N, int64_t K, int64_t batches) const {
+const CmTile& VulkanBackend::cm_tile(int64_t M, int64_t N, int64_t K, int64_t batches, bool f32_out) const {
   if (!cm_tile_.empty()) return tile_named(cm_tile_);
   // From `alpha bench gpu --tiles` on an H100 (docs/PERFORMANCE.md): 128 x 64 tiles without the register prefetch
   // are the fastest or within ~5% at every GPT-2 shape (4096^3 195 TFLOP/s, like the prefetching 128 x 128); a grid
@@ -80,7 +80,11 @@ const CmTile& VulkanBackend::cm_tile(int64_t M, int64_t N, int64_t K, int64_t ba
   // With the KHR kernels (no B-operand transposes) the 128 x 128 tile also wins on wide outputs and long products:
   // GPT-2's qkv/fc forward and proj dx (N 2304-3072, +7-11%), the LM head's three products (+15-25%) on an H200;
   // with the output rows staged through shared memory also shakespeare_char's (M 16384, N 1152-1536: +13-16%).
-  if (rt_->device().features().khr_coopmat_f16 && (N >= 2048 || (N >= 1024 && M >= 8192) || M >= 32768 || K >= 32768))
+  // Not for f32 outputs (the weight gradients): the 128 x 128 tile stores those fragments straight to global memory
+  // (staging them was slower), where the 128 x 64 tile stages them; GPT-2's LM head dW ran at 141 TFLOP/s in a step
+  // on 128 x 128 tiles and its f16 twin at ~270.
+  if (rt_->device().features().khr_coopmat_f16 && !f32_out &&
+      (N >= 2048 || (N >= 1024 && M >= 8192) || M >= 32768 || K >= 32768))
     return tile_named("128x128w4k64s1");
   const CmTile& big = tile_named("128x64w4k64s1p0");
   const int64_t groups = cdiv(M, big.bm) * cdiv(N, big.bn) * batches;
@@ -145,7 +149,7 @@ Tensor VulkanBackend::matmul_out(const Tensor& a, const Tensor& b, bool ta, bool
   // f16 coopmat with every size and stride a multiple of 8: 16-byte loads of 8 halves.
   const bool vec8 = kernel == "matmul_cm_f16" && M % 8 == 0 && N % 8 == 0 && K % 8 == 0 && a.size(-1) % 8 == 0 &&
                     b.size(-1) % 8 == 0 && sa % 8 == 0 && sb % 8 == 0;
-  const CmTile* ct = vec8 ? &cm_tile(M, N, K, nb) : nullptr;
+  const CmTile* ct = vec8 ? &cm_tile(M, N, K, nb, out_dtype == DType::f32) : nullptr;
   const int64_t bm = ct ? ct->bm : kernel.rfind("matmul_small", 0) == 0 ? 64 : 128, bn = ct ? ct->bn : bm;
   if (cdiv(M, bm) > 65535 || cdiv(N, bn) > 65535) return {};
   int64_t splits = matmul_splits(kernel, M, N, K, nb, bm, bn);
