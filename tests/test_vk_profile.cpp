@@ -71,6 +71,18 @@ TEST_CASE("vk profiling on: the kernels used get positive GPU times, no validati
   CHECK(be->runtime().device().validation_errors() == 0);
 }
 
+TEST_CASE("vk profiling by shape (ALPHA_VK_PROFILE_SHAPES): a matmul's time is labelled with its product") {
+  auto be = make_backend(/*validation=*/false);
+  REQUIRE(be->set_profiling(true));
+  be->set_profile_shapes(true);
+  run_ops(*be);
+  const auto ns = be->kernel_gpu_ns();
+  INFO(ns.size());
+  REQUIRE(ns.count("matmul_small_f32[32x64x48 NN]") == 1);  // (32, 64) @ (64, 48): M x K x N, no transposes
+  CHECK(ns.count("matmul_small_f32") == 0);
+  CHECK(ns.count("softmax_f32") == 1);  // other kernels keep their names
+}
+
 TEST_CASE("vk profiling off: no query pools, no kernel times") {
   auto be = make_backend(/*validation=*/false);
   CHECK_FALSE(be->runtime().queue().profiling());

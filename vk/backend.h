@@ -34,6 +34,7 @@ std::span<const CmTile> cm_tiles();
 std::span<const CmTile> cm_probes();
 // ALPHA_VK_CM_TILE=<name> forces one tile for every product (sweeps, tests); empty = chosen per shape.
 std::string cm_tile_from_env();
+bool profile_shapes_from_env();  // ALPHA_VK_PROFILE_SHAPES=1
 // Attention kernels (vk/attention.cpp), ALPHA_VK_ATTENTION: "auto" = the fastest that applies (tensor-core
 // kernels with the softmax in registers, attention_cmr, where the device's accumulator layout is the one they
 // are written for; else attention_cm, scores through shared memory; both need f16, head size 64, NV cooperative
@@ -79,6 +80,9 @@ class VulkanBackend : public Backend {
   // The block tile of the 16-byte-load coopmat kernel for a (batches x) M x N x K product (forced or by shape).
   // f32_out: the product leaves in f32 (weight gradients), whose 128 x 128 tile stores its fragments unstaged.
   const CmTile& cm_tile(int64_t M, int64_t N, int64_t K, int64_t batches, bool f32_out = false) const;
+  // Profile labels per product shape (ALPHA_VK_PROFILE_SHAPES=1): the matmuls' GPU times appear per
+  // `kernel[MxKxN TN /splits]` rather than per kernel alone.
+  void set_profile_shapes(bool on) { profile_shapes_ = on; }
   void set_cm_tile(std::string name);  // "" = by shape; else a kCmTiles name (throws ValueError otherwise)
   // K slices for split-K (1 = none): enough bm x bn workgroups to fill the GPU, slices >= kMinSplitK deep.
   int64_t matmul_splits(const std::string& kernel, int64_t M, int64_t N, int64_t K, int64_t batches,
@@ -182,6 +186,9 @@ class VulkanBackend : public Backend {
   }
   // in_f16: the input is f16 (the output is always f32).
   Tensor sum_out(const Tensor& x, int64_t dim, bool keepdim, DType out_dtype);
+  // A matmul dispatch's profile label: "" (its kernel's name) unless profile_shapes_.
+  std::string shape_label(const std::string& kernel, int64_t M, int64_t K, int64_t N, bool ta, bool tb,
+                          int64_t splits) const;
   void record_sum(const std::shared_ptr<GpuBuffer>& in, const std::shared_ptr<GpuBuffer>& out, uint32_t outer,
                   uint32_t n, uint32_t inner, float scale, bool in_f16 = false);
 
@@ -189,6 +196,7 @@ class VulkanBackend : public Backend {
   std::array<int64_t, 9> thresholds_{};
   MatmulMode matmul_mode_ = matmul_mode_from_env();
   std::string cm_tile_ = cm_tile_from_env();
+  bool profile_shapes_ = profile_shapes_from_env();
   std::string attention_mode_ = attention_mode_from_env();
   bool attention_dq_from_ds_ = attention_dq_from_ds_from_env();
   mutable int quad_layout_ = -1;  // coopmat_quad_layout(): -1 not probed yet

@@ -92,6 +92,18 @@ const CmTile& VulkanBackend::cm_tile(int64_t M, int64_t N, int64_t K, int64_t ba
   return groups * splits < kSmallGrid ? tile_named("64x64w4k64s1p0") : big;
 }
 
+bool profile_shapes_from_env() {
+  const char* e = std::getenv("ALPHA_VK_PROFILE_SHAPES");
+  return e && std::strcmp(e, "1") == 0;
+}
+
+std::string VulkanBackend::shape_label(const std::string& kernel, int64_t M, int64_t K, int64_t N, bool ta, bool tb,
+                                       int64_t splits) const {
+  if (!profile_shapes_) return {};
+  return fmt::format("{}[{}x{}x{} {}{}{}]", kernel, M, K, N, ta ? 'T' : 'N', tb ? 'T' : 'N',
+                     splits > 1 ? fmt::format(" /{}", splits) : std::string());
+}
+
 MatmulMode matmul_mode_from_env() {
   const char* e = std::getenv("ALPHA_VK_MATMUL");
   if (!e || !*e || std::strcmp(e, "auto") == 0) return MatmulMode::automatic;
@@ -170,16 +182,18 @@ Tensor VulkanBackend::matmul_out(const Tensor& a, const Tensor& b, bool ta, bool
   const std::array<uint32_t, 3> groups{uint32_t(cdiv(N, bn)), uint32_t(cdiv(M, bm)), uint32_t(nb * splits)};
   const double flops = 2.0 * double(nb) * double(M) * double(N) * double(K);
   const std::string variant = ct ? kernel + "_vec8_" + ct->name : kernel;
+  const auto label = [&](const std::string& k) { return shape_label(k, M, K, N, ta, tb, splits); };
   if (splits == 1) {
-    rt_->run(f32_from_f16 ? variant + "_f32out" : variant, {ta ? 1u : 0u, tb ? 1u : 0u},
-             {{bufa, false}, {bufb, false}, {Runtime::buffer_of(out), true}}, pc, groups, flops);
+    const std::string k = f32_from_f16 ? variant + "_f32out" : variant;
+    rt_->run(k, {ta ? 1u : 0u, tb ? 1u : 0u}, {{bufa, false}, {bufb, false}, {Runtime::buffer_of(out), true}}, pc,
+             groups, flops, label(k));
     return out;
   }
   // (nb, splits, M, N) f32 partials -> (nb, M, N) sums over the splits in order; f16 outputs round once at the end.
   const bool f16_out = out_dtype == DType::f16;
   const auto part = rt_->scratch(uint64_t(nb * splits * M * N) * 4);
-  rt_->run(f16_in ? variant + "_f32out" : variant, {ta ? 1u : 0u, tb ? 1u : 0u}, {{bufa, false}, {bufb, false}, {part, true}},
-           pc, groups, flops);
+  const std::string k = f16_in ? variant + "_f32out" : variant;
+  rt_->run(k, {ta ? 1u : 0u, tb ? 1u : 0u}, {{bufa, false}, {bufb, false}, {part, true}}, pc, groups, flops, label(k));
   const auto sums = f16_out ? rt_->scratch(uint64_t(nb * M * N) * 4) : Runtime::buffer_of(out);
   record_sum(part, sums, uint32_t(nb), uint32_t(splits), uint32_t(M * N), 1.0f);
   if (f16_out) record_cast(sums, Runtime::buffer_of(out), uint32_t(nb * M * N), true);
@@ -204,9 +218,10 @@ Tensor VulkanBackend::linear(const Tensor& x, const Tensor& w, const Tensor& b) 
   const auto bufx = rt_->input(x), bufw = rt_->input(w), bufb = rt_->input(b);
   Tensor out = rt_->output({M, N}, DType::f16);
   const pc::MatmulPC pc{uint32_t(M), uint32_t(N), uint32_t(K), uint32_t(K), uint32_t(K), 0, 0, 1, uint32_t(K)};
-  rt_->run(std::string("matmul_cm_f16_vec8_") + ct.name + "_bias", {0u, 1u},
-           {{bufx, false}, {bufw, false}, {Runtime::buffer_of(out), true}, {bufb, false}}, pc,
-           {uint32_t(cdiv(N, ct.bn)), uint32_t(cdiv(M, ct.bm)), 1}, 2.0 * double(M) * double(N) * double(K));
+  const std::string k = std::string("matmul_cm_f16_vec8_") + ct.name + "_bias";
+  rt_->run(k, {0u, 1u}, {{bufx, false}, {bufw, false}, {Runtime::buffer_of(out), true}, {bufb, false}}, pc,
+           {uint32_t(cdiv(N, ct.bn)), uint32_t(cdiv(M, ct.bm)), 1}, 2.0 * double(M) * double(N) * double(K),
+           shape_label(k, M, K, N, false, true, 1));
   return out;
 }
 

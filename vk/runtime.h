@@ -62,18 +62,19 @@ class Runtime {
   std::shared_ptr<GpuBuffer> upload_new(const void* src, size_t nbytes);  // a filled scratch buffer
 
   // Records kernel `name` with specialization constants `spec` (spec[0] is the workgroup size x).
+  // label: the dispatch's name in the per-kernel GPU times when profiling (default: the kernel's name).
   template <class PC>
   void run(const std::string& name, std::initializer_list<uint32_t> spec, std::span<const Binding> bindings,
-           const PC& push, std::array<uint32_t, 3> groups, double work) {
+           const PC& push, std::array<uint32_t, 3> groups, double work, std::string_view label = {}) {
     const ComputePipeline& p =
         pipelines_->get(name, {spec.begin(), spec.size()}, static_cast<uint32_t>(bindings.size()), sizeof(PC));
     if (count_kernels_) ++kernel_counts_[name];
-    queue_->dispatch(p, bindings, &push, groups, work, name);
+    queue_->dispatch(p, bindings, &push, groups, work, label.empty() ? std::string_view(name) : label);
   }
   template <class PC>
   void run(const std::string& name, std::initializer_list<uint32_t> spec, std::initializer_list<Binding> bindings,
-           const PC& push, std::array<uint32_t, 3> groups, double work) {
-    run(name, spec, std::span<const Binding>(bindings.begin(), bindings.size()), push, groups, work);
+           const PC& push, std::array<uint32_t, 3> groups, double work, std::string_view label = {}) {
+    run(name, spec, std::span<const Binding>(bindings.begin(), bindings.size()), push, groups, work, label);
   }
   // Grid for `groups` 1-D workgroups: x capped at 65535, the rest in y (shaders fold y back in).
   static std::array<uint32_t, 3> grid(uint64_t groups);

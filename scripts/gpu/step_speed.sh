@@ -3,7 +3,8 @@
 # on the char corpus) for several settings, with the per-kernel GPU time of the last step (metrics.profile), then
 # (TORCH=N lines) the PyTorch peer's step times in the same call. Example: the GPT-2 step with the default dispatch thresholds vs
 # the old fixed ones: CONFIG=gpu/configs/gpt2_124m.json bash gpu/step_speed.sh "auto||$S" "fixed||$S --set ..."
-# TOP=N lists the N costliest kernels (12); ALPHA=path another binary (an A/B of two builds). Usage (carry .gl and gpu): bash gpu/step_speed.sh "label|ENV=.. ENV2=..|--set k=v --set k2=v2" ...
+# TOP=N lists the N costliest kernels (12); ALPHA=path another binary (an A/B of two builds); ALPHA_VK_PROFILE_SHAPES=1 in a
+# spec's ENV lists each matmul per product shape. Usage (carry .gl and gpu): bash gpu/step_speed.sh "label|ENV=.. ENV2=..|--set k=v --set k2=v2" ...
 set -u
 source "$(dirname "$0")/setup.sh"
 CONFIG=${CONFIG:-configs/shakespeare_char.json}
