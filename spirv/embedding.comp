@@ -1,6 +1,6 @@
 // Embedding gather (forward) and its deterministic backward, no atomics. The host sorts positions by vocab row
-// (stable) into order[] and cuts each row's run into segments of at most 32 positions (vk/embedding.cpp) (a frequent row, e.g. a
-// space or a comma, would otherwise serialize thousands of loads in one invocation):
+// (stable) into order[] and cuts each row's run into segments of at most 32 positions (vk/embedding.cpp): a frequent
+// row, e.g. a space or a comma, would otherwise serialize thousands of loads in one invocation.
 //   SEG:  one invocation per (segment, column) sums dout[order[k], c] over its positions in order -> part[seg, c];
 //   ROWS: one invocation per (row v, column c) sums the row's segment partials in order -> dw[v, c] (0 for a row
 //         that no position uses).

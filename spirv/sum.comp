@@ -51,7 +51,8 @@ void main() {
   const uint q = p.inner / U, cw = WG / LANES, blocks = (q + cw - 1) / cw, chunks = (p.n + p.chunk - 1) / p.chunk;
   const uint g = linear_group(), cb = g % blocks, t = g / blocks;  // t = (outer, chunk)
   if (t >= p.outer * chunks) return;  // uniform per workgroup (grid padding)
-  const uint kc = t % chunks, ou = t / chunks, lane = gl_LocalInvocationID.x / cw, cu = cb * cw + gl_LocalInvocationID.x % cw;
+  const uint kc = t % chunks, ou = t / chunks, lid = gl_LocalInvocationID.x;
+  const uint lane = lid / cw, cu = cb * cw + lid % cw;
   const uint k1 = min(p.n, (kc + 1) * p.chunk), base = ou * p.n;
   T s = T(0.0);
   if (cu < q) {

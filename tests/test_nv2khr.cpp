@@ -39,7 +39,8 @@ TEST_CASE("nv2khr: every coopmat GEMM kernel has a KHR twin with the same loads,
     REQUIRE_MESSAGE(k, name);
     const auto nv = parse(b.words, b.count), khr = parse(k->words, k->count);
     // OpCooperativeMatrixMulAddNV (the timing probes `_pempty` and `_pstage` are tiles without products, by design)
-    const bool no_products = name.find("_pempty") != std::string_view::npos || name.find("_pstage") != std::string_view::npos;
+    const bool no_products =
+        name.find("_pempty") != std::string_view::npos || name.find("_pstage") != std::string_view::npos;
     CHECK_MESSAGE((count(nv, 5361) > 0) != no_products, name);
     CHECK_MESSAGE(count(khr, 4459) == count(nv, 5361), name);  // ... as many OpCooperativeMatrixMulAddKHR
     CHECK_MESSAGE(count(khr, 4457) == count(nv, 5359), name);  // loads

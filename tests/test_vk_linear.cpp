@@ -87,7 +87,7 @@ TEST_CASE("linear_master with a bias: y, dx, dw and db match the CPU; the CPU's 
   expect_clean();
 }
 
-TEST_CASE("linear_master with an f32 master bias: y as with its f16 cast, db the f32 column sum of dy (no f16 rounding)") {
+TEST_CASE("linear_master with an f32 master bias: y as with its f16 cast, db the f32 column sum of dy (unrounded)") {
   GpuScope g;
   const Tensor gy = f16(randn({3, 40, 72}, 722));
   // Reference: the f16-cast bias (the cast's node rounds nothing on the way back: db would be the f16 sum widened).

@@ -48,7 +48,8 @@ Tensor VulkanBackend::embedding_backward(const Tensor& dout, const Tensor& idx, 
   std::vector<int32_t> segs, row_seg(static_cast<size_t>(vocab) + 1, 0);
   for (int64_t v = 0; v < vocab; ++v) {
     row_seg[static_cast<size_t>(v)] = int32_t(segs.size() / 2);
-    for (int32_t k = starts[v]; k < starts[v + 1]; k += kSegment) segs.insert(segs.end(), {k, std::min(k + kSegment, starts[v + 1])});
+    for (int32_t k = starts[v]; k < starts[v + 1]; k += kSegment)
+      segs.insert(segs.end(), {k, std::min(k + kSegment, starts[v + 1])});
   }
   row_seg[static_cast<size_t>(vocab)] = int32_t(segs.size() / 2);
   const uint32_t nseg = uint32_t(segs.size() / 2);

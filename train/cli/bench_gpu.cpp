@@ -168,7 +168,8 @@ nlohmann::json bench_gemm_tiles(vk::VulkanBackend& be, const std::vector<GemmCas
     {  // f32 out (the weight gradients in training), the per-shape choice
       const double flops = 2.0 * double(c.M) * double(c.K) * double(c.N);
       const double ms = burst_ms(be, [&] { ops::matmul_f32(a, b, c.ta, c.tb); }, flops, quick ? 1 : 7);
-      row["auto_f32out"] = {{"ms", ms}, {"tflops", flops / (ms * 1e9)}, {"tile", be.cm_tile(c.M, c.N, c.K, 1, true).name}};
+      row["auto_f32out"] = {
+          {"ms", ms}, {"tflops", flops / (ms * 1e9)}, {"tile", be.cm_tile(c.M, c.N, c.K, 1, true).name}};
     }
     for (const vk::CmTile& t : vk::cm_tiles()) row["tiles"][t.name] = time_tile(c, a, b, t.name);
     rows.push_back(row);
