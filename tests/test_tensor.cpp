@@ -2,6 +2,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <vector>
 
 #include "core/ops.h"
 #include "core/parallel.h"
@@ -200,4 +201,30 @@ TEST_CASE("strided element-wise, copies, add_ and column sums split over threads
 
 TEST_CASE("a GEMM past 2^24 multiply-adds matches a double loop in all layouts (4 threads: 2 x 2 tiles)") {
   CHECK(gemm_layout_error(300, 260, 221, 4) < 1e-3);  // 17.2M multiply-adds
+}
+
+TEST_CASE("cast_cached: a weight's f16 copy is reused until the weight is written; views and other casts are fresh") {
+  Tensor w = Tensor::from_vector(std::vector<float>{1.0f, 2.5f, -3.0f, 1e-3f, 65504.0f, 7.0f}, {2, 3});
+  const uint64_t v0 = w.storage()->version();
+  const Tensor h1 = ops::cast_cached(w, DType::f16);
+  CHECK(h1.dtype() == DType::f16);
+  CHECK(h1.shape() == w.shape());
+  CHECK(h1.to_f64_vector() == w.to(DType::f16).to_f64_vector());
+  CHECK(w.storage()->version() == v0);  // reading and casting write nothing
+  const Tensor h2 = ops::cast_cached(w, DType::f16);
+  CHECK(h2.storage() == h1.storage());  // reused
+  CHECK_FALSE(h2.same(h1));             // a new handle (autograd may mark it), the same bytes
+  // A write bumps the version: the next cached cast is a fresh one with the new value.
+  w.mutable_data<float>()[1] = 4.0f;
+  CHECK(w.storage()->version() > v0);
+  const Tensor h3 = ops::cast_cached(w, DType::f16);
+  CHECK(h3.storage() != h1.storage());
+  CHECK(h3.to_f64_vector()[1] == 4.0);
+  // A view of part of the storage and an f16 -> f32 cast are plain casts, never cached.
+  const Tensor row = w.narrow(0, 1, 1);
+  CHECK(ops::cast_cached(row, DType::f16).storage() != ops::cast_cached(row, DType::f16).storage());
+  const Tensor back = ops::cast_cached(h3, DType::f32);
+  CHECK(back.dtype() == DType::f32);
+  CHECK(back.to_f64_vector() == h3.to_f64_vector());
+  CHECK_THROWS_AS(Tensor::over(h3.storage(), {7}, DType::f16), ShapeError);  // 7 halves do not cover 12 bytes
 }
