@@ -97,6 +97,12 @@ TEST_CASE("vk matmul coopmat tile choice by shape (the sweeps' rule; the choice 
   CHECK(std::string(gpu().cm_tile(16384, 1536, 384, 1).name) == wide);  // shakespeare_char's MLP
   CHECK(std::string(gpu().cm_tile(1536, 384, 16384, 1).name) == "128x64w4k64s1p0");  // ... its weight gradient
   CHECK(std::string(gpu().cm_tile(4096, 4096, 4096, 1).name) == "128x128w4k64s1");
+  // f32 out (weight gradients): split over K, the staged 128 x 64 tile (GPT-2's proj dW, 144 tiles of 128 x 128);
+  // the LM head's (2358 tiles, no split) and the squares keep 128 x 128 where KHR has it.
+  CHECK(std::string(gpu().cm_tile(768, 3072, 8192, 1, false).name) == wide);
+  CHECK(std::string(gpu().cm_tile(768, 3072, 8192, 1, true).name) == "128x64w4k64s1p0");
+  CHECK(std::string(gpu().cm_tile(50304, 768, 8192, 1, true).name) == wide);
+  CHECK(std::string(gpu().cm_tile(4096, 4096, 4096, 1, true).name) == "128x128w4k64s1");
   // Every tile the rule names exists as a variant, and a forced tile wins.
   gpu().set_cm_tile("128x128w8k64s1");
   CHECK(std::string(gpu().cm_tile(8192, 2304, 768, 1).name) == "128x128w8k64s1");

@@ -78,7 +78,8 @@ class VulkanBackend : public Backend {
   // The kernel variant a (batches x) M x N product of `dtype` operands runs with (tests, bench).
   std::string matmul_kernel(DType dtype, int64_t M, int64_t N, int64_t K, int64_t batches) const;
   // The block tile of the 16-byte-load coopmat kernel for a (batches x) M x N x K product (forced or by shape).
-  // f32_out: the product leaves in f32 (weight gradients), whose 128 x 128 tile stores its fragments unstaged.
+  // f32_out: the product leaves in f32 (weight gradients); split over K, the 128 x 128 tile's unstaged f32 partials
+  // are slower than the 128 x 64 tile's staged ones.
   const CmTile& cm_tile(int64_t M, int64_t N, int64_t K, int64_t batches, bool f32_out = false) const;
   // Profile labels per product shape (ALPHA_VK_PROFILE_SHAPES=1): the matmuls' GPU times appear per
   // `kernel[MxKxN TN /splits]` rather than per kernel alone.

@@ -80,10 +80,12 @@ const CmTile& VulkanBackend::cm_tile(int64_t M, int64_t N, int64_t K, int64_t ba
   // With the KHR kernels (no B-operand transposes) the 128 x 128 tile also wins on wide outputs and long products:
   // GPT-2's qkv/fc forward and proj dx (N 2304-3072, +7-11%), the LM head's three products (+15-25%) on an H200;
   // with the output rows staged through shared memory also shakespeare_char's (M 16384, N 1152-1536: +13-16%).
-  // Not for f32 outputs (the weight gradients): the 128 x 128 tile stores those fragments straight to global memory
-  // (staging them was slower), where the 128 x 64 tile stages them; GPT-2's LM head dW ran at 141 TFLOP/s in a step
-  // on 128 x 128 tiles and its f16 twin at ~270.
-  if (rt_->device().features().khr_coopmat_f16 && !f32_out &&
+  // Not for f32 outputs that split K (weight gradients of few tiles): the 128 x 128 tile stores its f32 partials
+  // straight to global memory (staging them was slower), the 128 x 64 tile stages them (GPT-2's proj dW: 170 vs 164
+  // TFLOP/s in `--tiles`, steps -0.6%); the LM head dW (no split) stays on 128 x 128 (272 TFLOP/s in a step, 253 on
+  // 128 x 64).
+  const bool f32_split = f32_out && cdiv(M, 128) * cdiv(N, 128) * batches < kTargetGroupsCm;
+  if (rt_->device().features().khr_coopmat_f16 && !f32_split &&
       (N >= 2048 || (N >= 1024 && M >= 8192) || M >= 32768 || K >= 32768))
     return tile_named("128x128w4k64s1");
   const CmTile& big = tile_named("128x64w4k64s1p0");
