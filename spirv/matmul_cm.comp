@@ -63,7 +63,9 @@
 #define STAGES 1  // shared buffers of the A/B slices (1: two barriers per K step, 2: one)
 #endif
 #ifndef PROBE
-#define PROBE 0     // timing probes only (1 shared, 2 regs, 3 regs without stores, 4 empty, 5 staging only)
+#define PROBE 0     // timing probes only (1 shared, 2 regs, 3 regs without stores, 4 empty, 5 staging only;
+                    // knock-outs of the whole tile: 9 without barriers, 10 without global loads, 11 without shared
+                    // stores)
 #endif
 #ifndef PREFETCH
 #define PREFETCH 1  // the next K step's slices are loaded into registers while the current one is multiplied
@@ -219,7 +221,7 @@ void main() {
     [[unroll]] for (uint j = 0; j < FN; ++j) acc[i][j] = fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>(0.0);
 
   const uint steps = (kend - kbeg + BK - 1) / BK;
-#if PROBE
+#if PROBE && PROBE < 9
   // Timing probes of `alpha bench gpu --tiles` (wrong results by design): where the kernel's ceiling is.
 #if PROBE == 1  // shared: only the fragment loads and products of each step (no staging, no barriers)
   for (uint s = 0; s < steps; ++s) MULTIPLY((s & 1u) * 8u, (s & 1u) * 8u);  // shifted: the loads stay in the loop
@@ -233,25 +235,40 @@ void main() {
         [[unroll]] for (uint i = 0; i < FM; ++i) acc[i][j] = coopMatMulAddNV(pa[i], pb[j], acc[i][j]);
 #endif
 #endif
-#if PROBE == 5 || (!PROBE && PREFETCH)
+#if PROBE == 5 || ((!PROBE || PROBE >= 9) && PREFETCH)
   EL ra[LOADS_A], rb[LOADS_B];  // the next K step's slices, in flight while the current one is multiplied
+#if PROBE == 11
+  EL sink = EL(0);  // the loaded slices, folded so that their loads stay
+#endif
   for (uint s = 0; s <= steps; ++s) {
     const uint st = STAGES == 1 ? 0 : s % 2;  // the shared buffer written this iteration (read the next)
     if (s > 0) {
-#if STAGES == 1
+#if STAGES == 1 && PROBE != 9
       // Hazard: every subgroup must be done loading fragments of the previous slices before they are overwritten.
       barrier();
 #endif
       // (STAGES 2: this buffer was last read two iterations ago, before the previous iteration's barrier.)
+#if PROBE == 11
+      [[unroll]] for (uint e = 0; e < LOADS_A; ++e) sink ^= ra[e];
+      [[unroll]] for (uint e = 0; e < LOADS_B; ++e) sink ^= rb[e];
+#else
       [[unroll]] for (uint e = 0; e < LOADS_A; ++e) STORE_A(st, e, ra[e]);
       [[unroll]] for (uint e = 0; e < LOADS_B; ++e) STORE_B(st, e, rb[e]);
+#endif
+#if PROBE != 9
       // Hazard: the slices must be complete before any subgroup loads fragments from them.
       barrier();
+#endif
     }
     if (s < steps) {  // load the slices of step s into registers (stored to shared in the next iteration)
       const uint k0 = kbeg + s * BK;
+#if PROBE == 10
+      [[unroll]] for (uint e = 0; e < LOADS_A; ++e) ra[e] = EL(k0 + e);
+      [[unroll]] for (uint e = 0; e < LOADS_B; ++e) rb[e] = EL(k0 + 2 * e);
+#else
       [[unroll]] for (uint e = 0; e < LOADS_A; ++e) ra[e] = LOAD_A(k0, e);
       [[unroll]] for (uint e = 0; e < LOADS_B; ++e) rb[e] = LOAD_B(k0, e);
+#endif
     }
 #if PROBE != 5  // 5: the global loads, shared stores and barriers alone
     if (s > 0) MULTIPLY(st * STAGE_A, st * STAGE_B);  // the slices stored above (step s - 1)
@@ -278,6 +295,13 @@ void main() {
   acc[0][0] = fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>(float(As[p.K % (STAGE_A / V)][0] + Bs[p.N % (STAGE_B / V)][0]));
 #endif
   const uint cbase = gl_WorkGroupID.z * p.M * p.N;  // (batch, split) slice
+#if PROBE == 11
+#if STAGED_OUT
+  if (sink.x == p.M + 0x9e3779b9u) c4[0] = sink;
+#else
+  if (sink.x == p.M + 0x9e3779b9u) c[0] = OUT_T(1);
+#endif
+#endif
 #ifdef EPI_BIAS
   // The bias as a product: acc += I x Bj, Bj's rows all bias[c0 .. c0 + 15] (zero past N), exact in f32. Whole
   // fragments only (spirv-opt 2022 crashes on matrix + matrix, and element-wise epilogues were 2-3x slower GEMMs).

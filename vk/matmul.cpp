@@ -44,7 +44,8 @@ constexpr CmTile kCmTiles[] = {
 constexpr CmTile kCmProbes[] = {
     {"128x128w4k64s1_pregs", 128, 128, 64}, {"128x64w4k64s1_pregs", 128, 64, 64}, {"128x64w4k64s1_pshared", 128, 64, 64},
     {"128x64w4k64s1_pnostore", 128, 64, 64}, {"128x64w4k64s1_pempty", 128, 64, 64},
-    {"128x128w4k64s1_pstage", 128, 128, 64}};
+    {"128x128w4k64s1_pstage", 128, 128, 64},  {"128x128w4k64s1_pnobar", 128, 128, 64},
+    {"128x128w4k64s1_pnoload", 128, 128, 64}, {"128x128w4k64s1_pnosts", 128, 128, 64}};
 
 const CmTile& tile_named(const std::string& name) {
   for (const CmTile& t : kCmTiles)
