@@ -16,5 +16,7 @@ struct Blob {
 
 std::span<const Blob> all_blobs();          // generated registry
 const Blob* find_blob(std::string_view name);  // nullptr when unknown
+// True when the module declares OpCapability cap (e.g. 5431, CooperativeMatrixConversionsNV: spirv/nv2khr.h).
+bool declares_capability(const Blob& blob, uint32_t cap);
 
 }  // namespace alpha::spirv

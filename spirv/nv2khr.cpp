@@ -20,7 +20,7 @@ enum Op : uint32_t {
   TypeCoopNV = 5358, LoadNV = 5359, StoreNV = 5360, MulAddNV = 5361, LengthNV = 5362,
   TypeCoopKHR = 4456, LoadKHR = 4457, StoreKHR = 4458, MulAddKHR = 4459,
 };
-constexpr uint32_t kCapNV = 5357, kCapKHR = 6022;
+constexpr uint32_t kCapNV = 5357, kCapKHR = 6022, kCapConversionsNV = 5431;
 enum Use : uint32_t { UseA = 0, UseB = 1, UseAcc = 2 };
 const char* use_name(uint32_t u) { return u == UseA ? "A" : u == UseB ? "B" : "accumulator"; }
 
@@ -95,7 +95,7 @@ std::vector<uint32_t> nv_to_khr(const std::vector<uint32_t>& words) {
 
   // Groups by data flow, then the use each group reaches.
   UnionFind uf;
-  std::vector<std::pair<uint32_t, uint32_t>> marks;
+  std::vector<std::pair<uint32_t, uint32_t>> marks, converts;
   for (const Ins& x : ins) {
     const auto& a = x.a;
     switch (x.op) {
@@ -111,8 +111,7 @@ std::vector<uint32_t> nv_to_khr(const std::vector<uint32_t>& words) {
         marks.insert(marks.end(), {{a[2], UseA}, {a[3], UseB}, {a[4], UseAcc}, {a[1], UseAcc}});
         uf.join(a[1], a[4]);
         break;
-      case FConvert: if (matrix_id(a[1])) marks.insert(marks.end(), {{a[1], UseAcc}, {a[2], UseAcc}}); break;
-      case StoreNV: marks.push_back({a[1], UseAcc}); break;
+      case FConvert: if (matrix_id(a[1])) converts.push_back({a[1], a[2]}); break;  // may change the use: below
       case LengthNV: throw RewriteError("[spirv] OpCooperativeMatrixLengthNV is not rewritten");
       default: break;
     }
@@ -124,11 +123,15 @@ std::vector<uint32_t> nv_to_khr(const std::vector<uint32_t>& words) {
       throw RewriteError("[spirv] matrix id " + std::to_string(id) + " is used both as " + use_name(it->second) +
                          " and " + use_name(u) + " (KHR has no conversion between uses)");
   }
+  // A matrix that reaches no product (loaded and stored, or converted from an accumulator for its store) is an
+  // accumulator; a conversion between uses (an f32 accumulator rounded into an f16 A operand, as attention's
+  // probabilities) needs VK_NV_cooperative_matrix2's conversions, declared below.
   auto use_of = [&](uint32_t id) {
     auto it = use.find(uf.find(id));
-    if (it == use.end()) throw RewriteError("[spirv] matrix id " + std::to_string(id) + " reaches no MulAdd or store");
-    return it->second;
+    return it == use.end() ? static_cast<uint32_t>(UseAcc) : it->second;
   };
+  bool conversions = false;
+  for (auto [to, from] : converts) conversions |= use_of(to) != use_of(from);
 
   // The (type, use) pairs needed, down to the matrix types; each gets a new id.
   std::map<std::pair<uint32_t, uint32_t>, uint32_t> split;
@@ -165,8 +168,10 @@ std::vector<uint32_t> nv_to_khr(const std::vector<uint32_t>& words) {
     std::vector<uint32_t> a = x.a;
     if (x.op == Capability && a[0] == kCapNV) {
       out.push_back({Capability, {kCapKHR}});
+      if (conversions) out.push_back({Capability, {kCapConversionsNV}});
     } else if (x.op == Extension && string_of(a) == "SPV_NV_cooperative_matrix") {
       out.push_back({Extension, words_of("SPV_KHR_cooperative_matrix")});
+      if (conversions) out.push_back({Extension, words_of("SPV_NV_cooperative_matrix2")});
     } else if ((x.op == TypeCoopNV || x.op == TypeArray || x.op == TypePointer) && holds(a[0])) {
       if (!consts_done) {  // the use and layout constants, before the first matrix type that needs them
         for (uint32_t u : {UseA, UseB, UseAcc}) out.push_back({Constant, {uint_t, use_const[u], u}});

@@ -15,8 +15,10 @@ struct RewriteError : std::runtime_error {
 
 // The same module with KHR opcodes: every id holding a matrix (value, array, pointer) is grouped with the ids it
 // flows to or from (loads, stores, access chains, phis, copies, composites); a group takes its use from the
-// MulAdd operand it reaches (A, B) or from being an accumulator (MulAdd C/result, conversions, stores), and the
-// matrix types are split per use. Throws RewriteError for what it does not handle (a group with two uses, or none).
+// MulAdd operand it reaches (A, B) or from being an accumulator (MulAdd C/result), and the matrix types are split per
+// use; a group that reaches no product is an accumulator. A conversion between uses (f32 accumulator -> f16 A
+// operand) declares SPV_NV_cooperative_matrix2's CooperativeMatrixConversionsNV (spirv::declares_capability tells
+// which twins do). Throws RewriteError for what it does not handle (a group with two uses, an unknown op).
 std::vector<uint32_t> nv_to_khr(const std::vector<uint32_t>& words);
 
 }  // namespace alpha::spirv

@@ -30,11 +30,12 @@ size_t count(const std::vector<Ins>& m, uint32_t op) {
 }
 }  // namespace
 
-TEST_CASE("nv2khr: every coopmat GEMM kernel has a KHR twin with the same loads, stores and products") {
+TEST_CASE("nv2khr: every coopmat GEMM and register-attention kernel has a KHR twin with the same loads, stores and products") {
   size_t twins = 0;
   for (const spirv::Blob& b : spirv::all_blobs()) {
     const std::string_view name = b.name;
-    if (name.substr(0, 9) != "matmul_cm" || name.ends_with("_khr")) continue;
+    const bool coopmat = name.starts_with("matmul_cm") || name.starts_with("attention_cmr");
+    if (!coopmat || name.ends_with("_khr")) continue;
     const spirv::Blob* k = spirv::find_blob(std::string(name) + "_khr");
     REQUIRE_MESSAGE(k, name);
     const auto nv = parse(b.words, b.count), khr = parse(k->words, k->count);
@@ -51,9 +52,14 @@ TEST_CASE("nv2khr: every coopmat GEMM kernel has a KHR twin with the same loads,
     CHECK_MESSAGE(cap, name);
     // The build's twin is what the rewrite gives now (one deterministic function of the NV module).
     CHECK_MESSAGE(spirv::nv_to_khr(words(b)) == words(*k), name);
+    // No GEMM turns an accumulator into an A operand (NV_cooperative_matrix2's conversions); attention's forward does.
+    if (name.starts_with("matmul_cm")) CHECK_MESSAGE(!spirv::declares_capability(*k, 5431), name);
     ++twins;
   }
-  CHECK(twins >= 20);
+  CHECK(twins >= 25);
+  CHECK(spirv::declares_capability(*spirv::find_blob("attention_cmr_f16_khr"), 5431));  // CooperativeMatrixConversionsNV
+  CHECK(spirv::declares_capability(*spirv::find_blob("attention_cmr_f16_khr"), 6022));  // CooperativeMatrixKHR
+  CHECK(!spirv::declares_capability(*spirv::find_blob("attention_cmr_f16"), 5431));
 }
 
 TEST_CASE("nv2khr: each product's operands carry the A, B and accumulator uses") {
@@ -98,8 +104,10 @@ TEST_CASE("nv2khr: what it cannot rewrite is an error naming the problem") {
   } catch (const spirv::RewriteError& e) {
     CHECK(std::string(e.what()).find("both as A and B") != std::string::npos);
   }
-  // A truncated module.
-  std::vector<uint32_t> cut(b->words, b->words + b->count / 2);
+  // A truncated module: cut at an instruction boundary, then an OpLoad claiming 0xffff words.
+  size_t at = 5;
+  while (at + (b->words[at] >> 16) < b->count / 2) at += b->words[at] >> 16;
+  std::vector<uint32_t> cut(b->words, b->words + at);
   cut.push_back(0xffff0000u | 61);
   CHECK_THROWS_AS(spirv::nv_to_khr(cut), spirv::RewriteError);
 }

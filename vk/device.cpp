@@ -245,6 +245,13 @@ struct KhrCoopmatProperties {
 constexpr auto kKhrCoopmatPropertiesType = static_cast<VkStructureType>(1000506001);
 constexpr auto kKhrCoopmatFeaturesType = static_cast<VkStructureType>(1000506000);
 using KhrCoopmatQuery = VkResult(VKAPI_PTR*)(VkPhysicalDevice, uint32_t*, KhrCoopmatProperties*);
+// VK_NV_cooperative_matrix2's features (also newer than the headers): only the conversions between uses are used.
+struct Coopmat2Features {
+  VkStructureType sType;
+  void* pNext;
+  VkBool32 workgroup_scope, flexible_dimensions, reductions, conversions, per_element, tensor_addressing, block_loads;
+};
+constexpr auto kCoopmat2FeaturesType = static_cast<VkStructureType>(1000593000);
 
 // The same shape as nv_coopmat_f16_shape, listed by the KHR extension's query.
 bool khr_coopmat_f16_shape(VkInstance inst, VkPhysicalDevice pd) {
@@ -317,6 +324,18 @@ void Device::create_device() {
   const char* khr = std::getenv("ALPHA_VK_KHR_COOPMAT");
   f.khr_coopmat_f16 = f.nv_coopmat_f16 && f.khr_cooperative_matrix && !(khr && std::string_view(khr) == "0") &&
                       !validation_ && khr_coopmat_f16_shape(instance_, physical_);
+  // Attention's KHR twins turn f32 accumulators into f16 A operands: NV_cooperative_matrix2's conversions.
+  // ALPHA_VK_KHR_ATTENTION=0 keeps their NV kernels (A/B comparisons).
+  const char* katt = std::getenv("ALPHA_VK_KHR_ATTENTION");
+  if (f.khr_coopmat_f16 && has_extension(exts, "VK_NV_cooperative_matrix2") &&
+      !(katt && std::string_view(katt) == "0")) {
+    Coopmat2Features c2{kCoopmat2FeaturesType, nullptr, 0, 0, 0, 0, 0, 0, 0};
+    VkPhysicalDeviceFeatures2 q{};
+    q.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2;
+    q.pNext = &c2;
+    vkGetPhysicalDeviceFeatures2(physical_, &q);
+    f.coopmat2_conversions = c2.conversions == VK_TRUE;
+  }
   f.shared_memory_bytes = props.limits.maxComputeSharedMemorySize;
   f.max_workgroup_invocations = props.limits.maxComputeWorkGroupInvocations;
   f.max_push_constants = props.limits.maxPushConstantsSize;
@@ -386,6 +405,12 @@ void Device::create_device() {
     dev_exts.push_back("VK_KHR_cooperative_matrix");
     kcm.pNext = e12.pNext;
     e12.pNext = &kcm;
+  }
+  Coopmat2Features c2{kCoopmat2FeaturesType, nullptr, 0, 0, 0, VK_TRUE, 0, 0, 0};
+  if (f.coopmat2_conversions) {  // prepended like the features below
+    dev_exts.push_back("VK_NV_cooperative_matrix2");
+    c2.pNext = e12.pNext;
+    e12.pNext = &c2;
   }
   VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR pexec{};
   pexec.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR;

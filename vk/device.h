@@ -35,6 +35,7 @@ struct DeviceFeatures {
   bool nv_coopmat_f16 = false;          // ...with a 16x16x16 f16 x f16 -> f32 subgroup shape: matmul's coopmat path
   bool khr_cooperative_matrix = false;  // VK_KHR_cooperative_matrix present
   bool khr_coopmat_f16 = false;         // ...enabled for the GEMMs' KHR twins (spirv/nv2khr.h), same shape as NV
+  bool coopmat2_conversions = false;    // VK_NV_cooperative_matrix2's conversions enabled: attention's KHR twins
   bool pipeline_stats = false;           // VK_KHR_pipeline_executable_properties enabled (ALPHA_VK_PIPELINE_STATS=1)
   uint32_t subgroup_size = 0;
   bool subgroup_shuffle = false;         // subgroupShuffleXor in compute shaders (attention_cm.comp)
