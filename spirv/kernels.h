@@ -16,7 +16,9 @@ struct Blob {
 
 std::span<const Blob> all_blobs();          // generated registry
 const Blob* find_blob(std::string_view name);  // nullptr when unknown
-// True when the module declares OpCapability cap (e.g. 5431, CooperativeMatrixConversionsNV: spirv/nv2khr.h).
+// True when the module declares OpCapability cap (e.g. kCapConversionsNV: spirv/nv2khr.h).
 bool declares_capability(const Blob& blob, uint32_t cap);
+// SPV_NV_cooperative_matrix2's CooperativeMatrixConversionsNV: a KHR twin converting an accumulator into an operand.
+constexpr uint32_t kCapConversionsNV = 5431;
 
 }  // namespace alpha::spirv

@@ -1,5 +1,7 @@
 #include "spirv/nv2khr.h"
 
+#include "spirv/kernels.h"
+
 #include <cstring>
 #include <functional>
 #include <map>
@@ -20,7 +22,7 @@ enum Op : uint32_t {
   TypeCoopNV = 5358, LoadNV = 5359, StoreNV = 5360, MulAddNV = 5361, LengthNV = 5362,
   TypeCoopKHR = 4456, LoadKHR = 4457, StoreKHR = 4458, MulAddKHR = 4459,
 };
-constexpr uint32_t kCapNV = 5357, kCapKHR = 6022, kCapConversionsNV = 5431;
+constexpr uint32_t kCapNV = 5357, kCapKHR = 6022;
 enum Use : uint32_t { UseA = 0, UseB = 1, UseAcc = 2 };
 const char* use_name(uint32_t u) { return u == UseA ? "A" : u == UseB ? "B" : "accumulator"; }
 

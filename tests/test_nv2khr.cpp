@@ -53,13 +53,13 @@ TEST_CASE("nv2khr: every coopmat GEMM and register-attention kernel has a KHR tw
     // The build's twin is what the rewrite gives now (one deterministic function of the NV module).
     CHECK_MESSAGE(spirv::nv_to_khr(words(b)) == words(*k), name);
     // No GEMM turns an accumulator into an A operand (NV_cooperative_matrix2's conversions); attention's forward does.
-    if (name.starts_with("matmul_cm")) CHECK_MESSAGE(!spirv::declares_capability(*k, 5431), name);
+    if (name.starts_with("matmul_cm")) CHECK_MESSAGE(!spirv::declares_capability(*k, spirv::kCapConversionsNV), name);
     ++twins;
   }
   CHECK(twins >= 25);
-  CHECK(spirv::declares_capability(*spirv::find_blob("attention_cmr_f16_khr"), 5431));  // CooperativeMatrixConversionsNV
+  CHECK(spirv::declares_capability(*spirv::find_blob("attention_cmr_f16_khr"), spirv::kCapConversionsNV));
   CHECK(spirv::declares_capability(*spirv::find_blob("attention_cmr_f16_khr"), 6022));  // CooperativeMatrixKHR
-  CHECK(!spirv::declares_capability(*spirv::find_blob("attention_cmr_f16"), 5431));
+  CHECK(!spirv::declares_capability(*spirv::find_blob("attention_cmr_f16"), spirv::kCapConversionsNV));
 }
 
 TEST_CASE("nv2khr: each product's operands carry the A, B and accumulator uses") {

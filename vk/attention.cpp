@@ -130,6 +130,8 @@ std::vector<float> VulkanBackend::coopmat_layout_probe(bool f16) const {
   return got;
 }
 
+// The probe runs the NV kernel; attention_cmr's KHR twins (spirv/nv2khr.h) assume their accumulators keep that layout,
+// which test_vk_attention checks against the CPU oracle on the GPU machine (H200, driver 580: they do).
 bool VulkanBackend::coopmat_quad_layout() const {
   if (quad_layout_ >= 0) return quad_layout_ == 1;
   const std::vector<float> got = coopmat_layout_probe();

@@ -54,13 +54,16 @@ const ComputePipeline& PipelineCache::get(const std::string& kernel, std::span<c
   if (mit == modules_.end()) {
     const spirv::Blob* blob = spirv::find_blob(kernel);
     if (!blob) throw VkError(fmt::format("[vk] unknown kernel '{}'", kernel), VK_ERROR_UNKNOWN);
-    // A coopmat kernel's KHR twin (spirv/nv2khr.h) where the device enabled the extension (and, for a twin that
-    // converts between uses, NV_cooperative_matrix2's conversions): same kernel, same name.
+    // A coopmat kernel's KHR twin (spirv/nv2khr.h) where the device enabled the extension: same kernel, same name.
+    // Attention's twins (and any twin converting between uses) also need NV_cooperative_matrix2's conversions,
+    // which ALPHA_VK_KHR_ATTENTION=0 leaves off.
     const auto& f = dev_->features();
     if (f.khr_coopmat_f16)
-      if (const spirv::Blob* khr = spirv::find_blob(kernel + "_khr"))
-        if (f.coopmat2_conversions || (kernel.rfind("attention", 0) != 0 && !spirv::declares_capability(*khr, 5431)))
-          blob = khr;
+      if (const spirv::Blob* khr = spirv::find_blob(kernel + "_khr")) {
+        const bool needs_conversions =
+            kernel.rfind("attention", 0) == 0 || spirv::declares_capability(*khr, spirv::kCapConversionsNV);
+        if (!needs_conversions || f.coopmat2_conversions) blob = khr;
+      }
     mit = modules_.emplace(kernel, make_shader_module(dev_->get(), {blob->words, blob->count})).first;
   }
   auto lit = layouts_.find({bindings, push_size});
