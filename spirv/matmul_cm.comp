@@ -12,7 +12,8 @@
 // straight to global memory (N a multiple of 8) and pass edge fragments through shared memory (any M, N, K).
 // Variants (spirv/CMakeLists.txt): IN_F16 (f16 A/B storage; default f32, converted on load), OUT_F16 (f16 C),
 // VEC8 (with IN_F16: 16-byte loads of 8 halves; M, N, K, lda, ldb and batch strides multiples of 8, which vk/
-// checks), the tile (SG_M, SG_N, FM, FN), BK and STAGES. vk/matmul.cpp's tile table mirrors the tile variants.
+// checks), the tile (SG_M, SG_N, FM, FN), BK, STAGES, PREFETCH and FRAG_PIPE. vk/matmul.cpp's tile table mirrors
+// the tile variants.
 // EPI_BIAS (with OUT_F16, one K slice): adds bias[col] (f16, binding 3) in f32 before the f16 rounding.
 #version 450
 #extension GL_EXT_control_flow_attributes : require
@@ -69,6 +70,9 @@
 #endif
 #ifndef PREFETCH
 #define PREFETCH 1  // the next K step's slices are loaded into registers while the current one is multiplied
+#endif
+#ifndef FRAG_PIPE
+#define FRAG_PIPE 0 // products: the next 16-wide K slice's fragments load before the current slice multiplies
 #endif
 #if STAGES == 2 && !PREFETCH
 #error "two shared stages need the register prefetch"
@@ -188,7 +192,26 @@ void store_b(uint t, uint e, uint st, EL v) {
 // The tile's products for one staged K step: each subgroup's FM x FN accumulators (a macro, not a function, so
 // the accumulator array is never copied). Registers decide the speed: on an H100 the products alone reach ~585
 // TFLOP/s at <= 110 registers (16 warps per SM) but ~330 at 204 (8 warps); see docs/PERFORMANCE.md.
-// The FM A fragments of a K slice stay in registers and B fragments load one at a time.
+// The FM A fragments of a K slice stay in registers and B fragments load one at a time. FRAG_PIPE: every fragment
+// of the next 16-wide K slice is loaded before the current slice's products (two sets of FM + FN in registers).
+#if FRAG_PIPE
+#define LOAD_FRAGS(q, ks, ao, bo)                                                                               \
+  [[unroll]] for (uint i = 0; i < FM; ++i)                                                                      \
+    coopMatLoadNV(fa[q][i], As, ((ao) + soff(wm + 16 * i, ks, BM, a_kc)) / V, a_ld / V, TRANS_A);               \
+  [[unroll]] for (uint j = 0; j < FN; ++j)                                                                      \
+    coopMatLoadNV(fb[q][j], Bs, ((bo) + soff(wn + 16 * j, ks, BN, b_kc)) / V, b_ld / V, TRANS_B);
+#define MULTIPLY(ao, bo)                                                                                         \
+  {                                                                                                             \
+    fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> fa[2][FM], fb[2][FN];                                              \
+    LOAD_FRAGS(0, 0, ao, bo)                                                                                    \
+    [[unroll]] for (uint kk = 0; kk < BK / 16; ++kk) {                                                          \
+      if (kk + 1 < BK / 16) { LOAD_FRAGS((kk + 1) % 2, (kk + 1) * 16, ao, bo) }                                 \
+      [[unroll]] for (uint j = 0; j < FN; ++j)                                                                  \
+        [[unroll]] for (uint i = 0; i < FM; ++i)                                                                \
+          acc[i][j] = coopMatMulAddNV(fa[kk % 2][i], fb[kk % 2][j], acc[i][j]);                                 \
+    }                                                                                                           \
+  }
+#else
 #define MULTIPLY(ao, bo)                                                                                         \
   [[unroll]] for (uint ks = 0; ks < BK; ks += 16) {                                                             \
     fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> fa[FM];                                                            \
@@ -201,6 +224,7 @@ void store_b(uint t, uint e, uint st, EL v) {
       [[unroll]] for (uint i = 0; i < FM; ++i) acc[i][j] = coopMatMulAddNV(fa[i], fb, acc[i][j]);               \
     }                                                                                                           \
   }
+#endif
 
 void main() {
   const uint t = gl_LocalInvocationID.x, sg = gl_SubgroupID, lane = gl_SubgroupInvocationID;

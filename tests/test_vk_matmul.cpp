@@ -83,26 +83,29 @@ TEST_CASE("vk matmul coopmat tile choice by shape (the sweeps' rule; the choice 
   // GPT-2 124M (B8 T1024): wide products on 128 x 64 tiles; the 768-wide weight gradients too, in enough K slices
   // for kTargetGroupsCm workgroups; the LM head's gradient (many tiles) on 128 x 64; large squares on 128 x 128;
   // a small grid that a short K cannot split (fewer than kSmallGrid workgroups) on 64 x 64.
-  // With the KHR kernels (no B transposes) wide outputs and long products take 128 x 128 (the H200 sweep).
+  // With the KHR kernels (no B transposes) wide outputs and long products take 128 x 128 (the H200 sweeps), both
+  // tiles without the register prefetch and with fragments pipelined ("f"); squares the 128 x 128 without "f".
   const bool khr = gpu().runtime().device().features().khr_coopmat_f16;
-  const std::string wide = khr ? "128x128w4k64s1" : "128x64w4k64s1p0";
+  const std::string mid = khr ? "128x64w4k64s1p0f" : "128x64w4k64s1p0";
+  const std::string wide = khr ? "128x128w4k64s1p0f" : mid;
+  const std::string square = khr ? "128x128w4k64s1p0" : "128x128w4k64s1";
   CHECK(std::string(gpu().cm_tile(8192, 2304, 768, 1).name) == wide);
-  CHECK(std::string(gpu().cm_tile(8192, 768, 3072, 1).name) == "128x64w4k64s1p0");
-  CHECK(std::string(gpu().cm_tile(768, 768, 8192, 1).name) == "128x64w4k64s1p0");
+  CHECK(std::string(gpu().cm_tile(8192, 768, 3072, 1).name) == mid);
+  CHECK(std::string(gpu().cm_tile(768, 768, 8192, 1).name) == mid);
   CHECK(gpu().matmul_splits("matmul_cm_f16", 768, 768, 8192, 1, 128, 64) == 11);  // 72 tiles -> 792 workgroups
-  CHECK(std::string(gpu().cm_tile(3072, 768, 8192, 1).name) == "128x64w4k64s1p0");
-  CHECK(std::string(gpu().cm_tile(2304, 768, 8192, 1).name) == "128x64w4k64s1p0");
+  CHECK(std::string(gpu().cm_tile(3072, 768, 8192, 1).name) == mid);
+  CHECK(std::string(gpu().cm_tile(2304, 768, 8192, 1).name) == mid);
   CHECK(std::string(gpu().cm_tile(768, 768, 256, 1).name) == "64x64w4k64s1p0");
   CHECK(std::string(gpu().cm_tile(50304, 768, 8192, 1).name) == wide);
   CHECK(std::string(gpu().cm_tile(16384, 1536, 384, 1).name) == wide);  // shakespeare_char's MLP
-  CHECK(std::string(gpu().cm_tile(1536, 384, 16384, 1).name) == "128x64w4k64s1p0");  // ... its weight gradient
-  CHECK(std::string(gpu().cm_tile(4096, 4096, 4096, 1).name) == "128x128w4k64s1");
+  CHECK(std::string(gpu().cm_tile(1536, 384, 16384, 1).name) == mid);  // ... its weight gradient
+  CHECK(std::string(gpu().cm_tile(4096, 4096, 4096, 1).name) == square);
   // f32 out (weight gradients): split over K, the staged 128 x 64 tile (GPT-2's proj dW, 144 tiles of 128 x 128);
   // the LM head's (2358 tiles, no split) and the squares keep 128 x 128 where KHR has it.
   CHECK(std::string(gpu().cm_tile(768, 3072, 8192, 1, false).name) == wide);
-  CHECK(std::string(gpu().cm_tile(768, 3072, 8192, 1, true).name) == "128x64w4k64s1p0");
+  CHECK(std::string(gpu().cm_tile(768, 3072, 8192, 1, true).name) == mid);
   CHECK(std::string(gpu().cm_tile(50304, 768, 8192, 1, true).name) == wide);
-  CHECK(std::string(gpu().cm_tile(4096, 4096, 4096, 1, true).name) == "128x128w4k64s1");
+  CHECK(std::string(gpu().cm_tile(4096, 4096, 4096, 1, true).name) == square);
   // Every tile the rule names exists as a variant, and a forced tile wins.
   gpu().set_cm_tile("128x128w8k64s1");
   CHECK(std::string(gpu().cm_tile(8192, 2304, 768, 1).name) == "128x128w8k64s1");

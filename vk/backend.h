@@ -24,7 +24,7 @@ namespace alpha::vk {
 enum class MatmulMode { automatic, simt, coopmat };
 MatmulMode matmul_mode_from_env();
 // A block tile of the 16-byte-load f16 coopmat kernel (spirv/matmul_cm.comp; spirv/CMakeLists.txt compiles one
-// variant per entry of kCmTiles): name = <bm>x<bn>w<subgroups>k<bk>s<shared stages>.
+// variant per entry of kCmTiles): name = <bm>x<bn>w<subgroups>k<bk>s<shared stages>[p0][f].
 struct CmTile {
   const char* name;
   int64_t bm, bn, bk;

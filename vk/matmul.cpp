@@ -38,6 +38,8 @@ constexpr CmTile kCmTiles[] = {
     {"128x128w8k64s1", 128, 128, 64}, {"128x128w4k64s1", 128, 128, 64}, {"128x64w4k64s1", 128, 64, 64},
     {"64x128w4k64s1", 64, 128, 64},   {"128x128w4k32s2", 128, 128, 32}, {"256x128w8k32s1", 256, 128, 32},
     {"64x64w4k64s1", 64, 64, 64},     {"128x64w4k64s1p0", 128, 64, 64}, {"64x64w4k64s1p0", 64, 64, 64},
+    {"128x128w4k64s1p0", 128, 128, 64},
+    {"128x128w4k64s1p0f", 128, 128, 64}, {"128x128w4k64s1f", 128, 128, 64}, {"128x64w4k64s1p0f", 128, 64, 64},
 };
 
 // Timing probes (spirv/CMakeLists.txt): a tile's inner loop alone, for `alpha bench gpu --tiles`.
@@ -77,7 +79,11 @@ const CmTile& VulkanBackend::cm_tile(int64_t M, int64_t N, int64_t K, int64_t ba
   // Split-K aims at kTargetGroupsCm workgroups, so the weight gradients (K = B*T) keep 128 x 64 tiles.
   // Large squares keep the prefetching 128 x 128 tile: as fast there, and the p0 tiles' 4096^3 rate swung 92-199
   // TFLOP/s between calls.
-  if (M >= 4096 && N >= 4096) return tile_named("128x128w4k64s1");
+  // With the KHR kernels the 128 x 128 tile without the register prefetch is the faster one on squares (4096^3
+  // 310 vs 271 TFLOP/s on an H200, steady over three sweeps), and with the next K slice's fragments loaded before
+  // the products ("f", 218 registers) on GPT-2's wide products (+5-11%) and its 128 x 64 tiles (+3-18%).
+  const bool khr = rt_->device().features().khr_coopmat_f16;
+  if (M >= 4096 && N >= 4096) return tile_named(khr ? "128x128w4k64s1p0" : "128x128w4k64s1");
   // With the KHR kernels (no B-operand transposes) the 128 x 128 tile also wins on wide outputs and long products:
   // GPT-2's qkv/fc forward and proj dx (N 2304-3072, +7-11%), the LM head's three products (+15-25%) on an H200;
   // with the output rows staged through shared memory also shakespeare_char's (M 16384, N 1152-1536: +13-16%).
@@ -86,13 +92,12 @@ const CmTile& VulkanBackend::cm_tile(int64_t M, int64_t N, int64_t K, int64_t ba
   // TFLOP/s in `--tiles`, steps -0.6%); the LM head dW (no split) stays on 128 x 128 (272 TFLOP/s in a step, 253 on
   // 128 x 64).
   const bool f32_split = f32_out && cdiv(M, 128) * cdiv(N, 128) * batches < kTargetGroupsCm;
-  if (rt_->device().features().khr_coopmat_f16 && !f32_split &&
-      (N >= 2048 || (N >= 1024 && M >= 8192) || M >= 32768 || K >= 32768))
-    return tile_named("128x128w4k64s1");
-  const CmTile& big = tile_named("128x64w4k64s1p0");
-  const int64_t groups = cdiv(M, big.bm) * cdiv(N, big.bn) * batches;
-  const int64_t splits = matmul_splits("matmul_cm_f16", M, N, K, batches, big.bm, big.bn);
-  return groups * splits < kSmallGrid ? tile_named("64x64w4k64s1p0") : big;
+  if (khr && !f32_split && (N >= 2048 || (N >= 1024 && M >= 8192) || M >= 32768 || K >= 32768))
+    return tile_named("128x128w4k64s1p0f");
+  const CmTile& mid = tile_named(khr ? "128x64w4k64s1p0f" : "128x64w4k64s1p0");
+  const int64_t groups = cdiv(M, mid.bm) * cdiv(N, mid.bn) * batches;
+  const int64_t splits = matmul_splits("matmul_cm_f16", M, N, K, batches, mid.bm, mid.bn);
+  return groups * splits < kSmallGrid ? tile_named("64x64w4k64s1p0") : mid;
 }
 
 bool profile_shapes_from_env() {
@@ -205,7 +210,10 @@ Tensor VulkanBackend::matmul_out(const Tensor& a, const Tensor& b, bool ta, bool
 
 // Tiles with the bias epilogue (spirv/CMakeLists.txt): the ones cm_tile picks.
 static bool has_bias_epilogue(const std::string& tile) {
-  return tile == "128x128w4k64s1" || tile == "128x64w4k64s1p0" || tile == "64x64w4k64s1p0";
+  for (const char* t : {"128x128w4k64s1", "128x128w4k64s1p0", "128x128w4k64s1p0f", "128x64w4k64s1p0", "128x64w4k64s1p0f",
+                        "64x64w4k64s1p0"})
+    if (tile == t) return true;
+  return false;
 }
 
 // x (M, K) @ w (N, K)^T + b on an f16 coopmat tile whose epilogue adds b (spirv/matmul_cm.comp EPI_BIAS); undefined
