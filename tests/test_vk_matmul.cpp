@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <cstdlib>
 
 #include "autograd/ops.h"
 #include "autograd/tape.h"
@@ -93,6 +94,10 @@ TEST_CASE("vk matmul coopmat tile choice by shape (the sweeps' rule; the choice 
   CHECK(std::string(gpu().cm_tile(8192, 768, 3072, 1).name) == mid);
   CHECK(std::string(gpu().cm_tile(768, 768, 8192, 1).name) == mid);
   CHECK(gpu().matmul_splits("matmul_cm_f16", 768, 768, 8192, 1, 128, 64) == 11);  // 72 tiles -> 792 workgroups
+  gpu().set_split_target(1188);  // ALPHA_VK_SPLIT_TARGET's sweeps: 72 tiles -> 17 slices
+  CHECK(gpu().matmul_splits("matmul_cm_f16", 768, 768, 8192, 1, 128, 64) == 17);
+  CHECK(gpu().matmul_splits("matmul_f16", 768, 768, 8192, 1, 128, 64) == 1);  // (SIMT f16: no split variant)
+  gpu().set_split_target(0);
   CHECK(std::string(gpu().cm_tile(3072, 768, 8192, 1).name) == mid);
   CHECK(std::string(gpu().cm_tile(2304, 768, 8192, 1).name) == mid);
   CHECK(std::string(gpu().cm_tile(768, 768, 256, 1).name) == "64x64w4k64s1p0");
@@ -228,4 +233,16 @@ TEST_CASE("vk matmul coopmat block tiles: every 16-byte-load f16 tile matches th
   gpu().set_cm_tile("");
   gpu().set_matmul_mode(vk::matmul_mode_from_env());
   expect_clean();
+}
+
+TEST_CASE("ALPHA_VK_SPLIT_TARGET: unset is the default target, a positive count replaces it, anything else is an error") {
+  unsetenv("ALPHA_VK_SPLIT_TARGET");
+  CHECK(vk::split_target_from_env() == 0);
+  setenv("ALPHA_VK_SPLIT_TARGET", "1188", 1);
+  CHECK(vk::split_target_from_env() == 1188);
+  for (const char* bad : {"0", "-5", "12x", "lots", "99999999999"}) {
+    setenv("ALPHA_VK_SPLIT_TARGET", bad, 1);
+    CHECK_THROWS_WITH_AS(vk::split_target_from_env(), doctest::Contains("ALPHA_VK_SPLIT_TARGET"), ValueError);
+  }
+  unsetenv("ALPHA_VK_SPLIT_TARGET");
 }

@@ -35,6 +35,8 @@ std::span<const CmTile> cm_probes();
 // ALPHA_VK_CM_TILE=<name> forces one tile for every product (sweeps, tests); empty = chosen per shape.
 std::string cm_tile_from_env();
 bool profile_shapes_from_env();  // ALPHA_VK_PROFILE_SHAPES=1
+// ALPHA_VK_SPLIT_TARGET=<workgroups>: the coopmat split-K target (sweeps); 0 when unset (kTargetGroupsCm).
+int64_t split_target_from_env();
 // Attention kernels (vk/attention.cpp), ALPHA_VK_ATTENTION: "auto" = the fastest that applies (tensor-core
 // kernels with the softmax in registers, attention_cmr, where the device's accumulator layout is the one they
 // are written for; else attention_cm, scores through shared memory; both need f16, head size 64, NV cooperative
@@ -84,6 +86,8 @@ class VulkanBackend : public Backend {
   // Profile labels per product shape (ALPHA_VK_PROFILE_SHAPES=1): the matmuls' GPU times appear per
   // `kernel[MxKxN TN /splits]` rather than per kernel alone.
   void set_profile_shapes(bool on) { profile_shapes_ = on; }
+  void set_split_target(int64_t groups) { split_target_ = groups; }  // coopmat split-K target; 0 = kTargetGroupsCm
+  int64_t split_target() const { return split_target_ > 0 ? split_target_ : kTargetGroupsCm; }
   void set_cm_tile(std::string name);  // "" = by shape; else a kCmTiles name (throws ValueError otherwise)
   // K slices for split-K (1 = none): enough bm x bn workgroups to fill the GPU, slices >= kMinSplitK deep.
   int64_t matmul_splits(const std::string& kernel, int64_t M, int64_t N, int64_t K, int64_t batches,
@@ -198,6 +202,7 @@ class VulkanBackend : public Backend {
   MatmulMode matmul_mode_ = matmul_mode_from_env();
   std::string cm_tile_ = cm_tile_from_env();
   bool profile_shapes_ = profile_shapes_from_env();
+  int64_t split_target_ = split_target_from_env();
   std::string attention_mode_ = attention_mode_from_env();
   bool attention_dq_from_ds_ = attention_dq_from_ds_from_env();
   mutable int quad_layout_ = -1;  // coopmat_quad_layout(): -1 not probed yet

@@ -91,13 +91,23 @@ const CmTile& VulkanBackend::cm_tile(int64_t M, int64_t N, int64_t K, int64_t ba
   // straight to global memory (staging them was slower), the 128 x 64 tile stages them (GPT-2's proj dW: 170 vs 164
   // TFLOP/s in `--tiles`, steps -0.6%); the LM head dW (no split) stays on 128 x 128 (272 TFLOP/s in a step, 253 on
   // 128 x 64).
-  const bool f32_split = f32_out && cdiv(M, 128) * cdiv(N, 128) * batches < kTargetGroupsCm;
+  const bool f32_split = f32_out && cdiv(M, 128) * cdiv(N, 128) * batches < split_target();
   if (khr && !f32_split && (N >= 2048 || (N >= 1024 && M >= 8192) || M >= 32768 || K >= 32768))
     return tile_named("128x128w4k64s1p0f");
   const CmTile& mid = tile_named(khr ? "128x64w4k64s1p0f" : "128x64w4k64s1p0");
   const int64_t groups = cdiv(M, mid.bm) * cdiv(N, mid.bn) * batches;
   const int64_t splits = matmul_splits("matmul_cm_f16", M, N, K, batches, mid.bm, mid.bn);
   return groups * splits < kSmallGrid ? tile_named("64x64w4k64s1p0") : mid;
+}
+
+int64_t split_target_from_env() {
+  const char* e = std::getenv("ALPHA_VK_SPLIT_TARGET");
+  if (!e || !*e) return 0;
+  char* end = nullptr;
+  const long long v = std::strtoll(e, &end, 10);
+  if (*end != '\0' || v < 1 || v > 1000000)
+    throw ValueError(fmt::format("[vk] ALPHA_VK_SPLIT_TARGET='{}' is not a number of workgroups from 1 to 1000000", e));
+  return v;
 }
 
 bool profile_shapes_from_env() {
@@ -135,7 +145,7 @@ int64_t VulkanBackend::matmul_splits(const std::string& kernel, int64_t M, int64
                                      int64_t bm, int64_t bn) const {
   if (kernel == "matmul_f16" || kernel.rfind("matmul_small", 0) == 0) return 1;  // no f32-partials variant / small grids
   const int64_t tiles = cdiv(M, bm) * cdiv(N, bn) * batches;
-  const int64_t target = kernel.rfind("matmul_cm", 0) == 0 ? kTargetGroupsCm : kTargetGroups;
+  const int64_t target = kernel.rfind("matmul_cm", 0) == 0 ? split_target() : kTargetGroups;
   if (tiles >= target || K < 2 * kMinSplitK) return 1;
   return std::min(cdiv(target, tiles), K / kMinSplitK);
 }
