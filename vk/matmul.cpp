@@ -76,7 +76,8 @@ const CmTile& VulkanBackend::cm_tile(int64_t M, int64_t N, int64_t K, int64_t ba
   // From `alpha bench gpu --tiles` on an H100 (docs/PERFORMANCE.md): 128 x 64 tiles without the register prefetch
   // are the fastest or within ~5% at every GPT-2 shape (4096^3 195 TFLOP/s, like the prefetching 128 x 128); a grid
   // of under ~1.5 waves of them even after split-K (a K too short to split) runs 64 x 64 tiles, 3 workgroups per SM.
-  // Split-K aims at kTargetGroupsCm workgroups, so the weight gradients (K = B*T) keep 128 x 64 tiles.
+  // Split-K aims at split_target() workgroups (768, or ALPHA_VK_SPLIT_TARGET), so the weight gradients (K = B*T) keep
+  // 128 x 64 tiles.
   // Large squares keep the prefetching 128 x 128 tile: as fast there, and the p0 tiles' 4096^3 rate swung 92-199
   // TFLOP/s between calls.
   // With the KHR kernels the 128 x 128 tile without the register prefetch is the faster one on squares (4096^3
