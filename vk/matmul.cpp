@@ -39,7 +39,7 @@ constexpr CmTile kCmTiles[] = {
     {"64x128w4k64s1", 64, 128, 64},   {"128x128w4k32s2", 128, 128, 32}, {"256x128w8k32s1", 256, 128, 32},
     {"64x64w4k64s1", 64, 64, 64},     {"128x64w4k64s1p0", 128, 64, 64}, {"64x64w4k64s1p0", 64, 64, 64},
     {"128x128w4k64s1p0", 128, 128, 64},
-    {"128x128w4k64s1p0f", 128, 128, 64}, {"128x128w4k64s1f", 128, 128, 64}, {"128x64w4k64s1p0f", 128, 64, 64},
+    {"128x128w4k64s1p0f", 128, 128, 64}, {"128x64w4k64s1p0f", 128, 64, 64},
 };
 
 // Timing probes (spirv/CMakeLists.txt): a tile's inner loop alone, for `alpha bench gpu --tiles`.
