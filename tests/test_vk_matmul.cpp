@@ -94,13 +94,19 @@ TEST_CASE("vk matmul coopmat tile choice by shape (the sweeps' rule; the choice 
   CHECK(std::string(gpu().cm_tile(8192, 768, 3072, 1).name) == mid);
   CHECK(std::string(gpu().cm_tile(768, 768, 8192, 1).name) == mid);
   CHECK(gpu().matmul_splits("matmul_cm_f16", 768, 768, 8192, 1, 128, 64) == 11);  // 72 tiles -> 792 workgroups
-  gpu().set_split_target(1188);  // ALPHA_VK_SPLIT_TARGET's sweeps: 72 tiles -> 17 slices
-  CHECK(gpu().matmul_splits("matmul_cm_f16", 768, 768, 8192, 1, 128, 64) == 17);
+  gpu().set_split_target(1188);  // ALPHA_VK_SPLIT_TARGET's sweeps: 72 tiles -> 17 slices, for f32 outputs only
+  CHECK(gpu().matmul_splits("matmul_cm_f16", 768, 768, 8192, 1, 128, 64, true) == 17);
+  CHECK(gpu().matmul_splits("matmul_cm_f16", 768, 768, 8192, 1, 128, 64) == 11);
   CHECK(gpu().matmul_splits("matmul_f16", 768, 768, 8192, 1, 128, 64) == 1);  // (SIMT f16: no split variant)
   gpu().set_split_target(0);
+  // f32 outputs aim at 1024 workgroups while the slices keep 2048 of K, else at 768 like f16 outputs.
+  CHECK(gpu().matmul_splits("matmul_cm_f16", 3072, 768, 8192, 1, 128, 64, true) == 4);   // 288 tiles (GPT-2 fc dW)
+  CHECK(gpu().matmul_splits("matmul_cm_f16", 3072, 768, 8192, 1, 128, 64) == 3);
+  CHECK(gpu().matmul_splits("matmul_cm_f16", 2304, 768, 8192, 1, 128, 64, true) == 4);   // 216: 5 would cut 1638
+  CHECK(gpu().matmul_splits("matmul_cm_f16", 1152, 384, 16384, 1, 128, 64, true) == 15);  // 54 (shakespeare qkv dW)
   CHECK(std::string(gpu().cm_tile(3072, 768, 8192, 1).name) == mid);
   CHECK(std::string(gpu().cm_tile(2304, 768, 8192, 1).name) == mid);
-  CHECK(std::string(gpu().cm_tile(768, 768, 256, 1).name) == "64x64w4k64s1p0");
+  CHECK(std::string(gpu().cm_tile(768, 768, 256, 1).name) == (khr ? "64x64w4k64s1p0f" : "64x64w4k64s1p0"));
   CHECK(std::string(gpu().cm_tile(50304, 768, 8192, 1).name) == wide);
   CHECK(std::string(gpu().cm_tile(16384, 1536, 384, 1).name) == wide);  // shakespeare_char's MLP
   CHECK(std::string(gpu().cm_tile(1536, 384, 16384, 1).name) == mid);  // ... its weight gradient

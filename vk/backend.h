@@ -35,7 +35,7 @@ std::span<const CmTile> cm_probes();
 // ALPHA_VK_CM_TILE=<name> forces one tile for every product (sweeps, tests); empty = chosen per shape.
 std::string cm_tile_from_env();
 bool profile_shapes_from_env();  // ALPHA_VK_PROFILE_SHAPES=1
-// ALPHA_VK_SPLIT_TARGET=<workgroups>: the coopmat split-K target (sweeps); 0 when unset (kTargetGroupsCm).
+// ALPHA_VK_SPLIT_TARGET=<workgroups>: the split-K target of coopmat products with f32 outputs; 0 when unset.
 int64_t split_target_from_env();
 // Attention kernels (vk/attention.cpp), ALPHA_VK_ATTENTION: "auto" = the fastest that applies (tensor-core
 // kernels with the softmax in registers, attention_cmr, where the device's accumulator layout is the one they
@@ -86,17 +86,22 @@ class VulkanBackend : public Backend {
   // Profile labels per product shape (ALPHA_VK_PROFILE_SHAPES=1): the matmuls' GPU times appear per
   // `kernel[MxKxN TN /splits]` rather than per kernel alone.
   void set_profile_shapes(bool on) { profile_shapes_ = on; }
-  void set_split_target(int64_t groups) { split_target_ = groups; }  // coopmat split-K target; 0 = kTargetGroupsCm
-  int64_t split_target() const { return split_target_ > 0 ? split_target_ : kTargetGroupsCm; }
+  // The split-K target of coopmat products with f32 outputs (the weight gradients); 0 = kTargetGroupsCmF32.
+  void set_split_target(int64_t groups) { split_target_ = groups; }
+  int64_t split_target() const { return split_target_ > 0 ? split_target_ : kTargetGroupsCmF32; }
   void set_cm_tile(std::string name);  // "" = by shape; else a kCmTiles name (throws ValueError otherwise)
   // K slices for split-K (1 = none): enough bm x bn workgroups to fill the GPU, slices >= kMinSplitK deep.
+  // f32_out: the product leaves in f32 (coopmat: split_target(); else kTargetGroupsCm, each split adding a pass).
   int64_t matmul_splits(const std::string& kernel, int64_t M, int64_t N, int64_t K, int64_t batches,
-                        int64_t bm = 128, int64_t bn = 128) const;
+                        int64_t bm = 128, int64_t bn = 128, bool f32_out = false) const;
   static constexpr int64_t kTargetGroups = 256, kMinSplitK = 256;
   // Coopmat kernels aim at 768 workgroups: the weight gradients then run 128 x 64 tiles in more K slices. H200
   // steps (targets 256 / 512 / 768 / 1024, alternated twice): shakespeare_char 14.6 / 14.1 / 14.0 / 15.2 ms,
   // GPT-2 59.7 / 59.7 / 59.3 / 62.7 ms (docs/PERFORMANCE.md, session 10).
   static constexpr int64_t kTargetGroupsCm = 768;
+  // The weight gradients' (f32 out) target, ALPHA_VK_SPLIT_TARGET's default, while slices keep kMinSliceF32 of K.
+  // GPT-2 steps on an H200 (targets 768 / 1024 / 1152, alternated twice): 39.7-40.2 / 38.8-39.1 / 38.8-39.0 ms.
+  static constexpr int64_t kTargetGroupsCmF32 = 1024, kMinSliceF32 = 2048;
   static constexpr int64_t kSmallGrid = 384;  // cm_tile: fewer 128 x 64 workgroups than this take 64 x 64 tiles
   // Positions per partial sum of the embedding backward (vk/embedding.cpp): a frequent token's run is cut into
   // segments of this many, summed in parallel, then in order.

@@ -39,7 +39,7 @@ constexpr CmTile kCmTiles[] = {
     {"64x128w4k64s1", 64, 128, 64},   {"128x128w4k32s2", 128, 128, 32}, {"256x128w8k32s1", 256, 128, 32},
     {"64x64w4k64s1", 64, 64, 64},     {"128x64w4k64s1p0", 128, 64, 64}, {"64x64w4k64s1p0", 64, 64, 64},
     {"128x128w4k64s1p0", 128, 128, 64},
-    {"128x128w4k64s1p0f", 128, 128, 64}, {"128x64w4k64s1p0f", 128, 64, 64},
+    {"128x128w4k64s1p0f", 128, 128, 64}, {"128x64w4k64s1p0f", 128, 64, 64}, {"64x64w4k64s1p0f", 64, 64, 64},
 };
 
 // Timing probes (spirv/CMakeLists.txt): a tile's inner loop alone, for `alpha bench gpu --tiles`.
@@ -92,13 +92,14 @@ const CmTile& VulkanBackend::cm_tile(int64_t M, int64_t N, int64_t K, int64_t ba
   // straight to global memory (staging them was slower), the 128 x 64 tile stages them (GPT-2's proj dW: 170 vs 164
   // TFLOP/s in `--tiles`, steps -0.6%); the LM head dW (no split) stays on 128 x 128 (272 TFLOP/s in a step, 253 on
   // 128 x 64).
-  const bool f32_split = f32_out && cdiv(M, 128) * cdiv(N, 128) * batches < split_target();
+  const bool f32_split = f32_out && matmul_splits("matmul_cm_f16", M, N, K, batches, 128, 128, true) > 1;
   if (khr && !f32_split && (N >= 2048 || (N >= 1024 && M >= 8192) || M >= 32768 || K >= 32768))
     return tile_named("128x128w4k64s1p0f");
   const CmTile& mid = tile_named(khr ? "128x64w4k64s1p0f" : "128x64w4k64s1p0");
   const int64_t groups = cdiv(M, mid.bm) * cdiv(N, mid.bn) * batches;
-  const int64_t splits = matmul_splits("matmul_cm_f16", M, N, K, batches, mid.bm, mid.bn);
-  return groups * splits < kSmallGrid ? tile_named("64x64w4k64s1p0") : mid;
+  const int64_t splits = matmul_splits("matmul_cm_f16", M, N, K, batches, mid.bm, mid.bn, f32_out);
+  // 64 x 64 "f": 86 registers, +5-10% over p0 at every GPT-2 shape in `--tiles` (H200).
+  return groups * splits < kSmallGrid ? tile_named(khr ? "64x64w4k64s1p0f" : "64x64w4k64s1p0") : mid;
 }
 
 int64_t split_target_from_env() {
@@ -143,12 +144,21 @@ std::string VulkanBackend::matmul_kernel(DType dtype, int64_t M, int64_t N, int6
 }
 
 int64_t VulkanBackend::matmul_splits(const std::string& kernel, int64_t M, int64_t N, int64_t K, int64_t batches,
-                                     int64_t bm, int64_t bn) const {
+                                     int64_t bm, int64_t bn, bool f32_out) const {
   if (kernel == "matmul_f16" || kernel.rfind("matmul_small", 0) == 0) return 1;  // no f32-partials variant / small grids
   const int64_t tiles = cdiv(M, bm) * cdiv(N, bn) * batches;
-  const int64_t target = kernel.rfind("matmul_cm", 0) == 0 ? split_target() : kTargetGroups;
+  // f16 outputs that split add a sum and a cast pass, so they keep kTargetGroupsCm (at 1024 GPT-2's 128 x 64
+  // forward and dx products split in two: its step +2.2 ms on an H200).
+  const bool cm = kernel.rfind("matmul_cm", 0) == 0;
+  const int64_t target = !cm ? kTargetGroups : f32_out ? split_target() : kTargetGroupsCm;
   if (tiles >= target || K < 2 * kMinSplitK) return 1;
-  return std::min(cdiv(target, tiles), K / kMinSplitK);
+  const int64_t splits = std::min(cdiv(target, tiles), K / kMinSplitK);
+  // The weight gradients' larger default target fills the last wave of GPT-2's fc/proj dW (4 slices of 2048, not
+  // 3); where it would cut K below kMinSliceF32 the slices' fixed costs win and the f16 target holds (H200 steps:
+  // shakespeare_char's dW, K 16384 in 15-19 slices, +2% at 1024).
+  if (cm && f32_out && split_target_ == 0 && K / splits < kMinSliceF32)
+    return matmul_splits(kernel, M, N, K, batches, bm, bn, false);
+  return splits;
 }
 
 Tensor VulkanBackend::matmul(const Tensor& a, const Tensor& b, bool ta, bool tb) {
@@ -183,7 +193,7 @@ Tensor VulkanBackend::matmul_out(const Tensor& a, const Tensor& b, bool ta, bool
   const CmTile* ct = vec8 ? &cm_tile(M, N, K, nb, out_dtype == DType::f32) : nullptr;
   const int64_t bm = ct ? ct->bm : kernel.rfind("matmul_small", 0) == 0 ? 64 : 128, bn = ct ? ct->bn : bm;
   if (cdiv(M, bm) > 65535 || cdiv(N, bn) > 65535) return {};
-  int64_t splits = matmul_splits(kernel, M, N, K, nb, bm, bn);
+  int64_t splits = matmul_splits(kernel, M, N, K, nb, bm, bn, out_dtype == DType::f32);
   // Slices of whole K steps (32, or the tile's) so only the last one has a partial step. Rounding the slice up can
   // leave the last slices empty (K 4100 in 16 slices of 288: 15 cover it): there are only as many as cover K, since
   // the coopmat kernels count their K steps as (kend - kbeg + BK - 1) / BK.
@@ -222,7 +232,7 @@ Tensor VulkanBackend::matmul_out(const Tensor& a, const Tensor& b, bool ta, bool
 // Tiles with the bias epilogue (spirv/CMakeLists.txt): the ones cm_tile picks.
 static bool has_bias_epilogue(const std::string& tile) {
   for (const char* t : {"128x128w4k64s1", "128x128w4k64s1p0", "128x128w4k64s1p0f", "128x64w4k64s1p0", "128x64w4k64s1p0f",
-                        "64x64w4k64s1p0"})
+                        "64x64w4k64s1p0", "64x64w4k64s1p0f"})
     if (tile == t) return true;
   return false;
 }
