@@ -5,12 +5,18 @@
 // sequentially. vk/ sums chunk partials again; every order is fixed, so results are deterministic (and bounded
 // loops: lavapipe stops any loop after 65535 iterations). IN_F16: f16 input (output f32). VEC4 (inner % 4 == 0): a
 // column unit is 4 adjacent columns (8/16-byte loads and stores), each column in the scalar kernel's order.
+// LAST (COLS_WG over several chunks): the last workgroup of each (outer, column block) to finish, counted by an
+// atomic, sums the block's chunk partials into the output in the order a second pass would (one dispatch, not two).
 #version 450
 #include "f16.glsl"
 #include "common.glsl"
 #include "push_constants.h"
 
+#ifdef LAST
+layout(push_constant) uniform Push { SumLastPC p; };
+#else
 layout(push_constant) uniform Push { SumPC p; };
+#endif
 
 layout(std430, binding = 0) readonly buffer X {
 #if defined(IN_F16) && defined(VEC4)
@@ -26,11 +32,18 @@ layout(std430, binding = 0) readonly buffer X {
 #ifdef VEC4
 #define T vec4
 #define U 4u  // columns per unit
-layout(std430, binding = 1) writeonly buffer O { vec4 o[]; };
 #else
 #define T float
 #define U 1u
-layout(std430, binding = 1) writeonly buffer O { float o[]; };
+#endif
+#ifdef LAST
+// The chunk partials, read back by another workgroup: coherent, so its loads miss no other SM's stores.
+layout(std430, binding = 1) coherent buffer O { T o[]; };
+layout(std430, binding = 2) writeonly buffer R { T r[]; };
+layout(std430, binding = 3) coherent buffer C { uint counters[]; };
+shared bool last_group;
+#else
+layout(std430, binding = 1) writeonly buffer O { T o[]; };
 #endif
 
 #ifdef ROWS
@@ -75,7 +88,41 @@ void main() {
     if (lane < h) red[gl_LocalInvocationID.x] += red[gl_LocalInvocationID.x + h * cw];
     barrier();
   }
+#ifndef LAST
   if (lane == 0u && cu < q) o[t * q + cu] = red[gl_LocalInvocationID.x] * p.scale;
+#else
+  if (lane == 0u && cu < q) o[t * q + cu] = red[gl_LocalInvocationID.x];
+  // Hazard: this workgroup's partials reach device scope before its arrival is counted (release) ...
+  memoryBarrierBuffer();
+  barrier();
+  const uint ctr = p.counter_off + ou * blocks + cb;
+  if (lid == 0u) last_group = atomicAdd(counters[ctr], 1u) == chunks - 1u;
+  barrier();
+  if (!last_group) return;  // uniform per workgroup
+  // ... and the last one sees every chunk's partials after it (acquire).
+  memoryBarrierBuffer();
+  const uint rows = ou * chunks;
+  if (p.seq != 0u) {  // lane 0 adds the chunks in order
+    if (lane == 0u && cu < q) {
+      T a = T(0.0);
+      for (uint c = 0u; c < chunks; ++c) a += o[(rows + c) * q + cu];
+      r[ou * q + cu] = a * p.scale;
+    }
+  } else {  // 16 lanes over every 16th chunk, then the fixed tree
+    T a = T(0.0);
+    if (cu < q)
+      for (uint c = lane; c < chunks; c += LANES) a += o[(rows + c) * q + cu];
+    red[lid] = a;
+    // Hazard (each step): the lanes' sums are in shared memory before the tree reads them.
+    barrier();
+    for (uint h = LANES / 2u; h > 0u; h /= 2u) {
+      if (lane < h) red[lid] += red[lid + h * cw];
+      barrier();
+    }
+    if (lane == 0u && cu < q) r[ou * q + cu] = red[lid] * p.scale;
+  }
+  if (lid == 0u) counters[ctr] = 0u;  // zero again for the next dispatch that takes this window
+#endif
 }
 #else
 void main() {

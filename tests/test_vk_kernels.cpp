@@ -80,16 +80,20 @@ TEST_CASE("vk column sums in fours (inner % 4 == 0) give the scalar kernel's bit
     Shape s;
     const char* kernel;
   };
+  // "_last": several row chunks, summed by each column block's last workgroup (in order for <= 4 chunks, else in
+  // 16 strided lanes and a tree); 40 rows are one chunk.
   for (const DType dt : {DType::f32, DType::f16})
-    for (const Case& c : {Case{{5000, 8}, "sum_cols4_wg"}, Case{{2, 300, 12}, "sum_cols4_wg"},
-                          Case{{7, 1 << 17}, "sum_cols4"}}) {
+    for (const Case& c : {Case{{5000, 8}, "sum_cols4_wg|_last"}, Case{{2, 300, 12}, "sum_cols4_wg|_last"},
+                          Case{{200, 8}, "sum_cols4_wg|_last"}, Case{{40, 8}, "sum_cols4_wg|"},
+                          Case{{7, 1 << 17}, "sum_cols4|"}}) {
       const Shape& s = c.s;
       const int64_t d = static_cast<int64_t>(s.size()) - 2, w = s.back();
       Shape s9 = s;
       s9.back() = w + 1;
       const Tensor x9 = randn(s9, 21).to(dt);
       const Tensor x = ops::cat({x9.narrow(d + 1, 0, w)}, d + 1);  // the first w columns, contiguous
-      const std::string k = std::string(c.kernel) + (dt == DType::f16 ? "_f16in" : "_f32");
+      const std::string name = c.kernel, base = name.substr(0, name.find('|')), tail = name.substr(name.find('|') + 1);
+      const std::string k = base + (dt == DType::f16 ? "_f16in" : "_f32") + tail;
       const int64_t before = kernel_runs(k);
       const Tensor g4 = on_gpu([&] { return ops::sum(x, d); }).to(DType::f32);
       gpu().sync();
@@ -99,6 +103,21 @@ TEST_CASE("vk column sums in fours (inner % 4 == 0) give the scalar kernel's bit
       expect_close(g4, on_cpu([&] { return ops::sum(x, d); }).to(DType::f32), dt == DType::f16 ? 1e-3 : 1e-5,
                    dt == DType::f16 ? 2e-3 : 1e-5, shape_str(s) + " " + dtype_name(dt));
     }
+  expect_clean();
+}
+
+TEST_CASE("vk column sums finished by their last workgroup: the same bits on every repeat, past the counter ring") {
+  GpuScope g;
+  // 8192 columns in fours: 128 counters per sum, so 40 sums wrap the backend's ring of arrival counters; a counter
+  // left non-zero would leave no workgroup last and the output unwritten.
+  const Tensor x = randn({300, 8192}, 5);
+  const std::vector<double> want = on_gpu([&] { return ops::sum(x, 0); }).to_f64_vector();
+  expect_close(Tensor::from_vector(want, {8192}).to(DType::f32), on_cpu([&] { return ops::sum(x, 0); }), 1e-5, 1e-5,
+               "sum (300, 8192)");
+  for (int i = 0; i < 40; ++i) {
+    const Tensor y = on_gpu([&] { return ops::sum(x, 0); });
+    REQUIRE(y.to_f64_vector() == want);
+  }
   expect_clean();
 }
 

@@ -91,12 +91,34 @@ void VulkanBackend::record_sum(const std::shared_ptr<GpuBuffer>& in, const std::
   uint32_t per_lane = 64;
   while (per_lane / 2 >= floor && blocks * ((n + 16 * per_lane - 1) / (16 * per_lane)) < 512) per_lane /= 2;
   const uint32_t chunk = 16 * per_lane, chunks = (n + chunk - 1) / chunk;
-  const auto part = chunks > 1 ? rt_->scratch(uint64_t(outer) * chunks * inner * 4) : out;
-  const pc::SumPC pc{outer, n, inner, chunks > 1 ? 1.0f : scale, chunk};
-  const uint64_t units = inner / vec, groups = uint64_t(outer) * chunks * ((units + 15) / 16);
-  rt_->run(std::string(vec == 4 ? "sum_cols4_wg" : "sum_cols_wg") + sfx, {256}, {{in, false}, {part, true}}, pc,
-           Runtime::grid(groups), work);
-  if (chunks > 1) record_sum(part, out, outer, chunks, inner, scale);
+  const uint64_t units = inner / vec, col_blocks = (units + 15) / 16, groups = uint64_t(outer) * chunks * col_blocks;
+  const std::string kernel = std::string(vec == 4 ? "sum_cols4_wg" : "sum_cols_wg") + sfx;
+  if (chunks == 1) {
+    rt_->run(kernel, {256}, {{in, false}, {out, true}}, pc::SumPC{outer, n, inner, scale, chunk}, Runtime::grid(groups),
+             work);
+    return;
+  }
+  // The chunks' partials, summed by the last workgroup of each column block in the order (and so to the bits) of a
+  // second record_sum pass over them: GPT-2's ~100 bias and norm gradients per step lose their second dispatch.
+  const auto part = rt_->scratch(uint64_t(outer) * chunks * inner * 4);
+  const uint64_t cols2 = uint64_t(outer) * inner;
+  const uint32_t seq = chunks <= 4 || (chunks <= 64 && cols2 >= (uint64_t{1} << 17)) ? 1u : 0u;
+  const auto [ctr, ctr_off] = counter_window(uint64_t(outer) * col_blocks);
+  rt_->run(kernel + "_last", {256}, {{in, false}, {part, true}, {out, true}, ctr},
+           pc::SumLastPC{outer, n, inner, scale, chunk, ctr_off, seq}, Runtime::grid(groups), work);
+}
+
+std::pair<Binding, uint32_t> VulkanBackend::counter_window(uint64_t count) {
+  ALPHA_CHECK(count <= kCounters, ValueError, "[vk] {} arrival counters asked for, at most {}", count, kCounters);
+  const bool fresh = !counters_;
+  if (fresh) counters_ = rt_->upload_new(std::vector<uint32_t>(kCounters, 0u).data(), kCounters * 4);
+  // A fresh window is a disjoint write (no barrier); when the ring wraps, a plain write waits for the earlier users
+  // (and the first use for the zeros' upload).
+  const bool wrap = fresh || counter_next_ + count > kCounters;
+  if (wrap) counter_next_ = 0;
+  const uint32_t off = uint32_t(counter_next_);
+  counter_next_ += count;
+  return {Binding{counters_, true, /*disjoint=*/!wrap}, off};
 }
 
 }  // namespace alpha::vk

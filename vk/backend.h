@@ -12,6 +12,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/backend.h"
@@ -202,7 +203,15 @@ class VulkanBackend : public Backend {
   void record_sum(const std::shared_ptr<GpuBuffer>& in, const std::shared_ptr<GpuBuffer>& out, uint32_t outer,
                   uint32_t n, uint32_t inner, float scale, bool in_f16 = false);
 
+  // A window of `count` zeroed arrival counters (kernels that let their last workgroup finish a reduction zero
+  // theirs again) in a ring of kCounters, and its offset.
+  std::pair<Binding, uint32_t> counter_window(uint64_t count);
+  static bool has_split_last(const std::string& tile);
+  static constexpr uint64_t kCounters = 4096;
+
   std::unique_ptr<Runtime> rt_;
+  std::shared_ptr<GpuBuffer> counters_;
+  uint64_t counter_next_ = 0;
   std::array<int64_t, 9> thresholds_{};
   MatmulMode matmul_mode_ = matmul_mode_from_env();
   std::string cm_tile_ = cm_tile_from_env();
