@@ -15,9 +15,6 @@
 // checks), the tile (SG_M, SG_N, FM, FN), BK, STAGES, PREFETCH and FRAG_PIPE. vk/matmul.cpp's tile table mirrors
 // the tile variants.
 // EPI_BIAS (with OUT_F16, one K slice): adds bias[col] (f16, binding 3) in f32 before the f16 rounding.
-// SPLIT_LAST (VEC8, f32 partials, split K): the last of a tile's K slices to finish (an atomic count) sums the
-// slices' partial tiles in slice order into the output (binding 4: f32, or f16 with FINAL_F16) — the bits of a
-// separate fixed-order sum pass (and cast), without that pass.
 #version 450
 #extension GL_EXT_control_flow_attributes : require
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
@@ -28,9 +25,6 @@
 #include "push_constants.h"
 #if defined(EPI_BIAS) && !defined(OUT_F16)
 #error "the bias epilogue writes f16"
-#endif
-#if defined(SPLIT_LAST) && (defined(OUT_F16) || !defined(VEC8))
-#error "the split-K fix-up sums f32 partials of 16-byte-load tiles"
 #endif
 
 #ifdef IN_F16
@@ -121,11 +115,7 @@
 layout(local_size_x = NT) in;
 layout(constant_id = 0) const bool TRANS_A = false;
 layout(constant_id = 1) const bool TRANS_B = false;
-#ifdef SPLIT_LAST
-layout(push_constant) uniform Push { MatmulSplitPC p; };
-#else
 layout(push_constant) uniform Push { MatmulPC p; };
-#endif
 
 #ifdef VEC8
 #define VN 8        // halves per staged element (a uvec4)
@@ -140,32 +130,12 @@ layout(push_constant) uniform Push { MatmulPC p; };
 #endif
 layout(std430, binding = 0) readonly buffer A { EL_IN a[]; };
 layout(std430, binding = 1) readonly buffer B { EL_IN b[]; };
-#ifdef SPLIT_LAST
-// The partials are read back by the tile's last slice, maybe on another SM: coherent (no stale L1 lines).
-#define C_QUAL coherent
-#else
-#define C_QUAL writeonly
-#endif
 #if STAGED_OUT
 // The output in 16-byte pieces (8 halves or 4 floats): rows are staged in shared memory and written whole.
-layout(std430, binding = 2) C_QUAL buffer C { uvec4 c4[]; };
+layout(std430, binding = 2) writeonly buffer C { uvec4 c4[]; };
 #define EPV (16 / (OUT_BYTES))  // output elements per uvec4
 #else
-layout(std430, binding = 2) C_QUAL buffer C { OUT_T c[]; };
-#endif
-#ifdef SPLIT_LAST
-#if FINAL_F16
-layout(std430, binding = 4) writeonly buffer R { f16vec4 r4[]; };
-#else
-layout(std430, binding = 4) writeonly buffer R { vec4 r4[]; };
-#endif
-layout(std430, binding = 5) coherent buffer Ctr { uint counters[]; };
-shared bool last_slice;
-#if STAGED_OUT
-vec4 partial4(uint i4) { return uintBitsToFloat(c4[i4]); }
-#else
-vec4 partial4(uint i4) { return vec4(c[4 * i4], c[4 * i4 + 1], c[4 * i4 + 2], c[4 * i4 + 3]); }
-#endif
+layout(std430, binding = 2) writeonly buffer C { OUT_T c[]; };
 #endif
 #ifdef EPI_BIAS
 layout(std430, binding = 3) readonly buffer Bias { float16_t bias[]; };
@@ -434,30 +404,5 @@ void main() {
       subgroupBarrier();
     }
   }
-#endif
-#ifdef SPLIT_LAST
-  // Hazard: this slice's partial tile is at device scope before its arrival is counted (release) ...
-  memoryBarrierBuffer();
-  barrier();
-  const uint ctr = p.counter_off + (batch * tiles_m + tm) * tiles_n + tn;
-  if (t == 0u) last_slice = atomicAdd(counters[ctr], 1u) == p.splits - 1u;
-  barrier();
-  if (!last_slice) return;  // uniform per workgroup
-  // ... and the last slice sees every slice's partials after it (acquire).
-  memoryBarrierBuffer();
-  const uint mn = p.M * p.N, pbase = batch * p.splits * mn;
-  for (uint e = t; e < BM * BN / 4u; e += NT) {
-    const uint row = m0 + e / (BN / 4u), col = n0 + (e % (BN / 4u)) * 4u;  // N % 8 == 0: 4 columns all in or out
-    if (row >= p.M || col >= p.N) continue;
-    const uint i = row * p.N + col;
-    vec4 sum = vec4(0.0);
-    for (uint k = 0u; k < p.splits; ++k) sum += partial4((pbase + k * mn + i) / 4u);
-#if FINAL_F16
-    r4[(batch * mn + i) / 4u] = f16vec4(sum);
-#else
-    r4[(batch * mn + i) / 4u] = sum;
-#endif
-  }
-  if (t == 0u) counters[ctr] = 0u;  // zero again for the next dispatch that takes this window
 #endif
 }

@@ -17,8 +17,6 @@ struct UnaryPC { uint n; float mul; float add; uint pad; };
 // Split-K: gl_WorkGroupID.z = batch * splits + s; slice s covers k in [s * k_chunk, (s + 1) * k_chunk) and
 // writes C's partial sums at (batch * splits + s) * M * N (vk/ sums the slices in a fixed order).
 struct MatmulPC { uint M; uint N; uint K; uint lda; uint ldb; uint a_bstride; uint b_bstride; uint splits; uint k_chunk; };
-// matmul_cm.comp SPLIT_LAST: MatmulPC's fields, then the window of zeroed arrival counters (one per output tile).
-struct MatmulSplitPC { uint M; uint N; uint K; uint lda; uint ldb; uint a_bstride; uint b_bstride; uint splits; uint k_chunk; uint counter_off; };
 // x seen as (outer, n, inner); out[o, i] = scale * sum_k x[o, k, i]. Column sums (inner > 1) split n into
 // chunks of `chunk`: out is (outer, ceil(n / chunk), inner) partial sums (vk/ sums those again).
 struct SumPC { uint outer; uint n; uint inner; float scale; uint chunk; };
@@ -78,7 +76,7 @@ struct MuonNormPC { uint mn; uint parts; };
 struct MuonUpdatePC { uint n; uint rows; uint cols; uint transpose; uint offset; float decay; float neg_lr; float shape_scale; uint apply_decay; };
 
 #ifdef __cplusplus
-static_assert(sizeof(BinaryPC) == 16 && sizeof(UnaryPC) == 16 && sizeof(MatmulPC) == 36 && sizeof(MatmulSplitPC) == 40);
+static_assert(sizeof(BinaryPC) == 16 && sizeof(UnaryPC) == 16 && sizeof(MatmulPC) == 36);
 static_assert(sizeof(RopePC) == 28 && sizeof(SwiGLUPC) == 16);
 static_assert(sizeof(SumPC) == 20 && sizeof(SumLastPC) == 28 && sizeof(SoftmaxPC) == 16 && sizeof(LayerNormPC) == 24);
 static_assert(sizeof(CrossEntropyPC) == 16 && sizeof(EmbeddingPC) == 16 && sizeof(DropoutPC) == 28);

@@ -16,8 +16,6 @@ using namespace alpha;
 using namespace alpha::vktest;
 
 namespace {
-// Per-kernel dispatch counts (Runtime::kernel_counts), set before the shared backend is built on first use.
-const bool kKernelCounts = setenv("ALPHA_VK_STATS", "1", 0) == 0;
 struct Case {
   int64_t nb, M, K, N;
 };
@@ -238,50 +236,6 @@ TEST_CASE("vk matmul coopmat block tiles: every 16-byte-load f16 tile matches th
                        fmt::format("tile {} f16 {} x {}x{}x{} ta={} tb={}", t.name, c.nb, c.M, c.K, c.N, ta, tb));
         }
   }
-  gpu().set_cm_tile("");
-  gpu().set_matmul_mode(vk::matmul_mode_from_env());
-  expect_clean();
-}
-
-TEST_CASE("vk matmul split-K finished by each tile's last slice: the bits of the separate sum pass, f32 and f16 out") {
-  REQUIRE(kKernelCounts);
-  GpuScope g;
-  if (!gpu().runtime().device().features().nv_coopmat_f16) {
-    MESSAGE("device without NV cooperative matrices: the coopmat tiles run on the GPU machine (scripts/gpu)");
-    return;
-  }
-  gpu().set_matmul_mode(vk::MatmulMode::automatic);
-  // The "f" tiles sum their slices in the kernel (SPLIT_LAST); their twins without "f" multiply in the same order
-  // and sum the slices in a separate pass: equal bits. Few tiles, long K (split), a batch, edges of every tile.
-  struct Pair {
-    const char *fused, *plain;
-  };
-  const Case cases[] = {{1, 136, 1048, 200}, {2, 72, 2064, 136}, {1, 264, 4096, 128}};
-  for (const Pair& pr : {Pair{"128x64w4k64s1p0f", "128x64w4k64s1p0"}, Pair{"64x64w4k64s1p0f", "64x64w4k64s1p0"},
-                         Pair{"128x128w4k64s1p0f", "128x128w4k64s1p0"}})
-    for (const Case& c : cases)
-      for (bool ta : {false, true})
-        for (bool tb : {false, true}) {
-          const Tensor a = ops::cast(randn(ta ? Shape{c.nb, c.K, c.M} : Shape{c.nb, c.M, c.K}, 700 + c.M), DType::f16);
-          const Tensor b = ops::cast(randn(tb ? Shape{c.nb, c.N, c.K} : Shape{c.nb, c.K, c.N}, 800 + c.N), DType::f16);
-          const std::string what = fmt::format("{} {}x{}x{}x{} ta={} tb={}", pr.fused, c.nb, c.M, c.K, c.N, ta, tb);
-          for (const bool f32 : {true, false}) {
-            auto run = [&](const char* tile) {
-              gpu().set_cm_tile(tile);
-              return on_gpu([&] { return f32 ? ops::matmul_f32(a, b, ta, tb) : ops::matmul(a, b, ta, tb); });
-            };
-            const int64_t before = kernel_runs(fmt::format("matmul_cm_f16_vec8_{}_split_{}", pr.fused, f32 ? "f32" : "f16"));
-            const Tensor fused = run(pr.fused), plain = run(pr.plain);
-            gpu().sync();
-            CHECK_MESSAGE(kernel_runs(fmt::format("matmul_cm_f16_vec8_{}_split_{}", pr.fused, f32 ? "f32" : "f16")) >
-                              before, what);
-            const std::string out = what + (f32 ? " f32 out" : " f16 out");
-            CHECK_MESSAGE(fused.to_f64_vector() == plain.to_f64_vector(), out);
-            if (f32)
-              expect_close(fused, on_cpu([&] { return ops::matmul_f32(a, b, ta, tb); }), 1e-4,
-                           1e-4 * std::sqrt(double(c.K)), what);
-          }
-        }
   gpu().set_cm_tile("");
   gpu().set_matmul_mode(vk::matmul_mode_from_env());
   expect_clean();

@@ -206,7 +206,6 @@ class VulkanBackend : public Backend {
   // A window of `count` zeroed arrival counters (kernels that let their last workgroup finish a reduction zero
   // theirs again) in a ring of kCounters, and its offset.
   std::pair<Binding, uint32_t> counter_window(uint64_t count);
-  static bool has_split_last(const std::string& tile);
   static constexpr uint64_t kCounters = 4096;
 
   std::unique_ptr<Runtime> rt_;

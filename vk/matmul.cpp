@@ -221,33 +221,12 @@ Tensor VulkanBackend::matmul_out(const Tensor& a, const Tensor& b, bool ta, bool
   // (nb, splits, M, N) f32 partials -> (nb, M, N) sums over the splits in order; f16 outputs round once at the end.
   const bool f16_out = out_dtype == DType::f16;
   const auto part = rt_->scratch(uint64_t(nb * splits * M * N) * 4);
-  const uint64_t tiles = uint64_t(groups[0]) * groups[1] * uint64_t(nb);
-  if (ct && has_split_last(ct->name) && tiles <= kCounters / 4) {
-    // Each tile's last slice sums the partials (matmul_cm.comp SPLIT_LAST): one dispatch instead of two or three,
-    // with the partials still in L2. The same order as record_sum's, so the same bits.
-    const auto [ctr, ctr_off] = counter_window(tiles);
-    const pc::MatmulSplitPC spc{pc.M, pc.N, pc.K, pc.lda, pc.ldb, pc.a_bstride, pc.b_bstride, pc.splits, pc.k_chunk,
-                                ctr_off};
-    const std::string k = variant + (f16_out ? "_split_f16" : "_split_f32");
-    rt_->run(k, {ta ? 1u : 0u, tb ? 1u : 0u},
-             // binding 3 (the bias of EPI_BIAS variants) is unused: b again
-             {{bufa, false}, {bufb, false}, {part, true}, {bufb, false}, {Runtime::buffer_of(out), true}, ctr}, spc,
-             groups, flops, label(k));
-    return out;
-  }
   const std::string k = f16_in ? variant + "_f32out" : variant;
   rt_->run(k, {ta ? 1u : 0u, tb ? 1u : 0u}, {{bufa, false}, {bufb, false}, {part, true}}, pc, groups, flops, label(k));
   const auto sums = f16_out ? rt_->scratch(uint64_t(nb * M * N) * 4) : Runtime::buffer_of(out);
   record_sum(part, sums, uint32_t(nb), uint32_t(splits), uint32_t(M * N), 1.0f);
   if (f16_out) record_cast(sums, Runtime::buffer_of(out), uint32_t(nb * M * N), true);
   return out;
-}
-
-// Tiles with the split-K fix-up in their last slice (spirv/CMakeLists.txt SPLIT_LAST): the ones cm_tile picks on KHR.
-bool VulkanBackend::has_split_last(const std::string& tile) {
-  for (const char* t : {"128x128w4k64s1p0f", "128x64w4k64s1p0f", "64x64w4k64s1p0f"})
-    if (tile == t) return true;
-  return false;
 }
 
 // Tiles with the bias epilogue (spirv/CMakeLists.txt): the ones cm_tile picks.
