@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# GPU machine: the coopmat GEMMs' split-K target (ALPHA_VK_SPLIT_TARGET, in workgroups) swept over TARGETS (default
+# GPU machine: the split-K target of the coopmat GEMMs with f32 outputs (ALPHA_VK_SPLIT_TARGET, in workgroups; f16
+# outputs keep 768) swept over TARGETS (default
 # "512 768 1024 1188 1584"): GPT-2 124M's weight-gradient products (f32 out, the per-shape tile and its split count)
 # from `alpha bench gpu --tiles --gemm`, then the training steps through ab_step.sh, one wrapper of gpu/alpha per
 # target (CONFIGS, ROUNDS as there). Usage (carry .gl and gpu): bash gpu/split_sweep.sh
