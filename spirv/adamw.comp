@@ -16,10 +16,13 @@
 //              clip_grad_norm), stats[3] = 1 when the norm (or, with check_loss, the loss sum) is not finite:
 //              the numerics guard's skip and the loss scaler's overflow, decided before the update runs.
 //   LOSS:      stats[0] = (first ? 0 : stats[0]) + loss[0]: the step's loss summed over micro-batches.
+//   MULTI:     UPDATE with VEC4 and H16 for up to ADAMW_MULTI (6) params per dispatch (each param's workgroups from
+//              first[w]), per-param decay and f16-copy flags: one dispatch where GPT-2's ~100 small params (biases,
+//              norms) each took one, and the same operations per element (same bits).
 // Every reduction has a fixed order (no atomics), so results are bit-identical run to run.
 #version 450
 #extension GL_EXT_control_flow_attributes : require
-#ifdef H16
+#if defined(H16) || defined(MULTI)
 #extension GL_EXT_shader_16bit_storage : require
 #endif
 #include "common.glsl"
@@ -110,8 +113,97 @@ void main() {
   if (linear_id() != 0) return;
   stats[0] = (p.first != 0 ? 0.0 : stats[0]) + loss[0];
 }
+#elif defined(MULTI)
+layout(push_constant) uniform Push { AdamWMultiPC p; };
+// Param w's p, g, m, v and f16 copy at bindings w, 6 + w, 12 + w, 18 + w, 24 + w (ADAMW_MULTI = 6: lavapipe binds
+// 32 storage buffers per stage; unused slots repeat the last param's; a param without an f16 copy binds a
+// placeholder that is never written); stats at 30.
+#define DECL6(first, qual, T, name) \
+  layout(std430, binding = first + 0) qual buffer name##B0 { T name##0[]; }; \
+  layout(std430, binding = first + 1) qual buffer name##B1 { T name##1[]; }; \
+  layout(std430, binding = first + 2) qual buffer name##B2 { T name##2[]; }; \
+  layout(std430, binding = first + 3) qual buffer name##B3 { T name##3[]; }; \
+  layout(std430, binding = first + 4) qual buffer name##B4 { T name##4[]; }; \
+  layout(std430, binding = first + 5) qual buffer name##B5 { T name##5[]; };
+DECL6(0, , vec4, prm)
+DECL6(6, readonly, vec4, grd)
+DECL6(12, , vec4, mom)
+DECL6(18, , vec4, vel)
+DECL6(24, writeonly, f16vec4, hlf)
+layout(std430, binding = 30) readonly buffer S { float stats[]; };
+// Element i of param w's buffers (w is workgroup-uniform): switches, so every binding is indexed statically.
+#define GET6(name) \
+  vec4 get_##name(uint w, uint i) { \
+    switch (w) { \
+      case 0u: return name##0[i]; case 1u: return name##1[i]; case 2u: return name##2[i]; \
+      case 3u: return name##3[i]; case 4u: return name##4[i]; default: return name##5[i]; \
+    } \
+  }
+#define SET6(name, T) \
+  void set_##name(uint w, uint i, vec4 x) { \
+    switch (w) { \
+      case 0u: name##0[i] = T(x); break; case 1u: name##1[i] = T(x); break; case 2u: name##2[i] = T(x); break; \
+      case 3u: name##3[i] = T(x); break; case 4u: name##4[i] = T(x); break; default: name##5[i] = T(x); break; \
+    } \
+  }
+GET6(prm)
+GET6(grd)
+GET6(mom)
+GET6(vel)
+SET6(prm, vec4)
+SET6(mom, vec4)
+SET6(vel, vec4)
+SET6(hlf, f16vec4)
+#define C p.c
+// One element's update, in optim/adamw.cpp's operation order: (p, g, m, v) -> (p, m, v).
+void update(inout float pv, float g0, inout float mv, inout float vv, float gscale, bool decay) {
+  if (decay) pv = pv * C.decay;
+  precise float gi = g0 * gscale;
+  precise float mi = fma_rn(C.omb1, gi, mv * C.b1);
+  precise float vi = fma_rn(C.omb2 * gi, gi, vv * C.b2);
+  precise float denom = div_rn(sqrt_rn(vi), C.bc2_sqrt) + C.eps;
+  pv = pv + div_rn(C.neg_step * mi, denom);
+  mv = mi;
+  vv = vi;
+}
+void main() {
+  const uint grp = linear_group();
+  uint w = 0u;
+  for (uint k = 1u; k < ADAMW_MULTI; ++k)
+    if (k < p.count && grp >= p.first[k]) w = k;
+  const uint i = (grp - p.first[w]) * WG + gl_LocalInvocationID.x;
+  if (i >= p.n[w] / 4u) return;
+  precise vec4 pv = get_prm(w, i), mv = get_mom(w, i), vv = get_vel(w, i);
+  const vec4 gv = get_grd(w, i);
+  if (stats[3] != 0.0) return;  // a vetoed step (non-finite grads or loss) changes nothing
+  const float gscale = stats[2];
+  const bool decay = ((p.decay_mask >> w) & 1u) != 0u;
+  for (uint e = 0u; e < 4u; ++e) {
+    precise float pe = pv[e], me = mv[e], ve = vv[e];
+    update(pe, gv[e], me, ve, gscale, decay);
+    pv[e] = pe;
+    mv[e] = me;
+    vv[e] = ve;
+  }
+  set_prm(w, i, pv);
+  set_mom(w, i, mv);
+  set_vel(w, i, vv);
+  if (((p.h16_mask >> w) & 1u) != 0u) set_hlf(w, i, pv);  // the cast's rounding, as H16
+}
 #else
 layout(push_constant) uniform Push { AdamWPC p; };
+#define C p
+// One element's update, in optim/adamw.cpp's operation order: (p, g, m, v) -> (p, m, v).
+void update(inout float pv, float g0, inout float mv, inout float vv, float gscale, bool decay) {
+  if (decay) pv = pv * C.decay;
+  precise float gi = g0 * gscale;
+  precise float mi = fma_rn(C.omb1, gi, mv * C.b1);
+  precise float vi = fma_rn(C.omb2 * gi, gi, vv * C.b2);
+  precise float denom = div_rn(sqrt_rn(vi), C.bc2_sqrt) + C.eps;
+  pv = pv + div_rn(C.neg_step * mi, denom);
+  mv = mi;
+  vv = vi;
+}
 #ifdef VEC4  // 16-byte loads, four elements per invocation (n % 4 == 0), each with the scalar kernel's operations
 #define T vec4
 #define W 4u
@@ -132,17 +224,7 @@ layout(std430, binding = 4) readonly buffer S { float stats[]; };
 #endif
 layout(std430, binding = 5) writeonly buffer H { HT h[]; };
 #endif
-// One element's update, in optim/adamw.cpp's operation order: (p, g, m, v) -> (p, m, v).
-void update(inout float pv, float g0, inout float mv, inout float vv, float gscale) {
-  if (p.apply_decay != 0) pv = pv * p.decay;
-  precise float gi = g0 * gscale;
-  precise float mi = fma_rn(p.omb1, gi, mv * p.b1);
-  precise float vi = fma_rn(p.omb2 * gi, gi, vv * p.b2);
-  precise float denom = div_rn(sqrt_rn(vi), p.bc2_sqrt) + p.eps;
-  pv = pv + div_rn(p.neg_step * mi, denom);
-  mv = mi;
-  vv = vi;
-}
+
 void main() {
   const uint i = linear_id();
   if (i >= p.n / W) return;
@@ -154,13 +236,13 @@ void main() {
 #ifdef VEC4
   for (uint e = 0u; e < 4u; ++e) {
     precise float pe = pv[e], me = mv[e], ve = vv[e];
-    update(pe, gv[e], me, ve, gscale);
+    update(pe, gv[e], me, ve, gscale, p.apply_decay != 0);
     pv[e] = pe;
     mv[e] = me;
     vv[e] = ve;
   }
 #else
-  update(pv, gv, mv, vv, gscale);
+  update(pv, gv, mv, vv, gscale, p.apply_decay != 0);
 #endif
   prm[i] = pv;
   m[i] = mv;

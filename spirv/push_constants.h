@@ -65,6 +65,10 @@ struct AttentionPC {
 #define ADAMW_NORM_ITEMS 32
 struct AdamWPC { uint n; float decay; float b1; float omb1; float b2; float omb2; float bc2_sqrt; float eps; float neg_step; uint apply_decay; };
 #define ADAMW_NORM_GRADS 8  // grads per norm-partial dispatch: one barrier per 8 grads, not per grad
+#define ADAMW_MULTI 6  // params per multi-param update (adamw.comp MULTI): 5 buffers each + stats <= lavapipe's 32
+// The multi-param update: AdamWPC's shared coefficients (n and apply_decay unused), then per param its element count
+// (a multiple of 4), its first workgroup, and bit w of decay_mask / h16_mask: decay it / write its f16 copy.
+struct AdamWMultiPC { AdamWPC c; uint count; uint decay_mask; uint h16_mask; uint n[ADAMW_MULTI]; uint first[ADAMW_MULTI]; };
 struct AdamWNormPC { uint count; uint out_offset; float inv_scale; uint n[ADAMW_NORM_GRADS]; uint first[ADAMW_NORM_GRADS]; };
 struct AdamWFinalPC { uint parts; float max_norm; float inv_scale; uint check_loss; };
 struct AdamWLossPC { uint first; };
@@ -81,7 +85,7 @@ static_assert(sizeof(RopePC) == 28 && sizeof(SwiGLUPC) == 16);
 static_assert(sizeof(SumPC) == 20 && sizeof(SumLastPC) == 28 && sizeof(SoftmaxPC) == 16 && sizeof(LayerNormPC) == 24);
 static_assert(sizeof(CrossEntropyPC) == 16 && sizeof(EmbeddingPC) == 16 && sizeof(DropoutPC) == 28);
 static_assert(sizeof(CopyPC) == 96 && sizeof(AttentionPC) == 128);
-static_assert(sizeof(AdamWPC) == 40 && sizeof(AdamWNormPC) == 76 && sizeof(AdamWFinalPC) == 16 && sizeof(AdamWLossPC) == 4);
+static_assert(sizeof(AdamWPC) == 40 && sizeof(AdamWMultiPC) == 100 && sizeof(AdamWNormPC) == 76 && sizeof(AdamWFinalPC) == 16 && sizeof(AdamWLossPC) == 4);
 static_assert(sizeof(MuonMomentumPC) == 32 && sizeof(MuonNormPC) == 8 && sizeof(MuonUpdatePC) == 36);
 }  // namespace alpha::vk::pc
 #endif

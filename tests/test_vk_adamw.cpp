@@ -196,10 +196,13 @@ TEST_CASE("gpu adamw: the update rewrites a weight's cached f16 copy, which then
     CAPTURE(step);
     for (size_t i = 0; i < ps.size(); ++i) ps[i].set_grad(vktest::randn(ps[i].shape(), 40 + 10 * step + i));
     const int64_t h16_before = vktest::kernel_runs("adamw_f32_vec4_h16") + vktest::kernel_runs("adamw_f32_h16");
+    const int64_t multi_before = vktest::kernel_runs("adamw_f32_vec4_multi");
     gpu.clip_and_step(1e-2, 1.0);
     vktest::gpu().sync();
+    // The sizes that divide by 4 ({10, 100}) update in the multi-param kernel, the others one by one.
     CHECK(vktest::kernel_runs("adamw_f32_vec4_h16") + vktest::kernel_runs("adamw_f32_h16") ==
-          h16_before + static_cast<int64_t>(ps.size()) - 1);
+          h16_before + static_cast<int64_t>(ps.size()) - 2);
+    CHECK(vktest::kernel_runs("adamw_f32_vec4_multi") == multi_before + 1);
     const int64_t casts = vktest::kernel_runs("cast_f32_f16") + vktest::kernel_runs("cast_f32_f16_vec4");
     for (size_t i = 1; i < ps.size(); ++i) {
       CAPTURE(i);
@@ -217,6 +220,55 @@ TEST_CASE("gpu adamw: the update rewrites a weight's cached f16 copy, which then
   const Tensor c = ops::cast_cached(ps[2], DType::f16);
   CHECK(c.to(DType::f32).data<float>()[0] == 3.0f);
   CHECK(c.to_f64_vector() == ps[2].to(DType::f16).to_f64_vector());
+}
+
+TEST_CASE("gpu adamw: params in groups of 6 per dispatch update as one by one: CPU bits, decay by rank, f16 copies") {
+  REQUIRE(kKernelCounts);
+  vktest::GpuScope scope;
+  // 14 params whose sizes divide by 4 (three multi-param dispatches: 6, 6, 2), 1-D (no decay) and 2-D, with and
+  // without an f16 copy, among two that do not (one by one).
+  const std::vector<Shape> shapes = {{4},  {8, 4}, {768}, {3, 4}, {16, 16}, {12},  {2, 2, 2}, {5},
+                                     {40}, {6, 6}, {1024}, {4, 9}, {7, 3},  {256}, {8},       {20, 12}};
+  std::vector<Tensor> pc, pg;
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    pc.push_back(vktest::randn(shapes[i], 300 + i).set_requires_grad(true));
+    pg.push_back(pc.back().clone().set_requires_grad(true));
+    vktest::gpu().runtime().input(pg.back());
+  }
+  const AdamWOptions o{0.9, 0.95, 1e-8, 0.1};
+  AdamW cpu(pc, o);
+  vk::GpuAdamW gpu(vktest::gpu(), pg, o);
+  std::vector<Tensor> h(pg.size());
+  for (size_t i = 0; i < pg.size(); i += 2) h[i] = ops::cast_cached(pg[i], DType::f16);
+  int identical = 0, compared = 0;
+  for (int step = 0; step < 3; ++step) {
+    CAPTURE(step);
+    for (size_t i = 0; i < pc.size(); ++i) {
+      const Tensor g = vktest::randn(pc[i].shape(), 900 + 10 * step + i);
+      pc[i].set_grad(g);
+      pg[i].set_grad(g.clone());
+    }
+    const int64_t before = vktest::kernel_runs("adamw_f32_vec4_multi");
+    clip_grad_norm(pc, 0.0);
+    cpu.step(1e-2);
+    gpu.clip_and_step(1e-2, 0.0);
+    (void)gpu.read_stats();
+    CHECK(vktest::kernel_runs("adamw_f32_vec4_multi") == before + 3);
+    for (size_t i = 0; i < pc.size(); ++i) {
+      CAPTURE(i);
+      identical += same_bytes(pg[i], pc[i]) + same_bytes(gpu.exp_avg()[i], cpu.exp_avg()[i]) +
+                   same_bytes(gpu.exp_avg_sq()[i], cpu.exp_avg_sq()[i]);
+      compared += 3;
+      CHECK(rel_err(pg[i], pc[i]) <= 1e-6);
+      CHECK(rel_err(gpu.exp_avg_sq()[i], cpu.exp_avg_sq()[i]) <= 1e-6);
+      if (h[i].defined()) CHECK(ops::cast_cached(pg[i], DType::f16).to_f64_vector() == pg[i].to(DType::f16).to_f64_vector());
+    }
+    cpu.zero_grad();
+    gpu.zero_grad();
+  }
+  MESSAGE(identical << " of " << compared << " p / m / v tensors bit-identical to the CPU's");
+  CHECK(identical * 10 >= compared * 9);
+  CHECK(rel_err(pg[4], vktest::randn(shapes[4], 304)) > 1e-3);  // the params really moved
 }
 
 TEST_CASE("optim.device gpu: a tiny GPT trains 20 steps on lavapipe like optim.device cpu, one host read per step") {

@@ -6,7 +6,10 @@
 
 #include <algorithm>
 #include <array>
+#include <span>
 #include <vector>
+
+#include <fmt/format.h>
 
 #include "spirv/push_constants.h"
 
@@ -121,11 +124,7 @@ void GpuAdamW::clip_and_step(double lr, double max_norm, double inv_scale) {
   const AdamWOptions& o = options();
   const double t = static_cast<double>(step_count());
   const double bc1 = 1.0 - std::pow(o.beta1, t), bc2 = 1.0 - std::pow(o.beta2, t);
-  for (size_t i = 0; i < ps.size(); ++i) {
-    if (!grads[i].defined() || (!excluded_.empty() && excluded_[i])) continue;
-    const Tensor& p = ps[i];
-    const uint32_t n = static_cast<uint32_t>(p.numel());
-    const pc::AdamWPC pc{n,
+  const pc::AdamWPC coef{0,
                          static_cast<float>(1.0 - lr * o.weight_decay),
                          static_cast<float>(o.beta1),
                          static_cast<float>(1.0 - o.beta1),
@@ -134,24 +133,92 @@ void GpuAdamW::clip_and_step(double lr, double max_norm, double inv_scale) {
                          static_cast<float>(std::sqrt(bc2)),
                          static_cast<float>(o.eps),
                          static_cast<float>(-(lr / bc1)),
-                         p.dim() >= 2 ? 1u : 0u};
+                         0u};
+  // Params whose sizes divide by 4 go ADAMW_MULTI per dispatch where the device binds 5 buffers per param and the
+  // stats (GPT-2: 148 dispatches -> 19; ~100 of them a bias or norm of 768-3072 elements at ~5 us each on an H200).
+  const bool multi = rt_.device().features().max_storage_buffers_per_stage >= 5 * ADAMW_MULTI + 1;
+  std::vector<size_t> batch;
+  for (size_t i = 0; i < ps.size(); ++i) {
+    if (!grads[i].defined() || (!excluded_.empty() && excluded_[i])) continue;
+    if (multi && ps[i].numel() % 4 == 0) {
+      batch.push_back(i);
+      if (batch.size() == ADAMW_MULTI) update_params(batch, grads, coef, true), batch.clear();
+    } else {
+      update_params({i}, grads, coef, false);
+    }
+  }
+  if (!batch.empty()) update_params(batch, grads, coef, true);
+}
+
+// The f16 copy of param p (ops::cast_cached's, rewritten by the update) when current, else nothing.
+Tensor GpuAdamW::half_copy(const Tensor& p) {
+  Storage::Derived& d = p.storage()->derived();
+  const bool h16 = d.storage && d.version == p.storage()->version() && p.offset() == 0 &&
+                   d.storage->nbytes() * 2 == p.storage()->nbytes() && p.storage()->nbytes() == size_t(p.numel()) * 4;
+  return h16 ? Tensor::over(d.storage, p.shape(), DType::f16) : Tensor();
+}
+
+void GpuAdamW::update_params(const std::vector<size_t>& which, const std::vector<Tensor>& grads,
+                             const pc::AdamWPC& coef, bool multi) {
+  const std::vector<Tensor>& ps = params();
+  std::vector<Tensor>& ms = exp_avg();
+  std::vector<Tensor>& vs = exp_avg_sq();
+  const auto bs = rt_.input(stats_);
+  std::vector<Tensor> halves;
+  for (size_t i : which) halves.push_back(half_copy(ps[i]));
+  if (!multi) {
+    const size_t i = which[0];
+    const Tensor& p = ps[i];
+    const uint32_t n = static_cast<uint32_t>(p.numel());
+    pc::AdamWPC pc = coef;
+    pc.n = n;
+    pc.apply_decay = p.dim() >= 2 ? 1u : 0u;
     const bool vec4 = n % 4 == 0;  // whole buffers: 16-byte aligned; the same per-element operations (same bits)
     // The weight's f16 copy (ops::cast_cached), when current, is rewritten here rather than cast again next forward.
-    Storage::Derived& d = p.storage()->derived();
-    const bool h16 = d.storage && d.version == p.storage()->version() && p.offset() == 0 &&
-                     d.storage->nbytes() * 2 == p.storage()->nbytes() && p.storage()->nbytes() == size_t(n) * 4;
     std::vector<Binding> b{{rt_.input(p), true}, {rt_.input(grads[i]), false}, {rt_.input(ms[i]), true},
                            {rt_.input(vs[i]), true}, {bs, false}};
-    if (h16) b.push_back({rt_.input(Tensor::over(d.storage, p.shape(), DType::f16)), true});
-    rt_.run(std::string(vec4 ? "adamw_f32_vec4" : "adamw_f32") + (h16 ? "_h16" : ""), {kWG}, b, pc,
-            Runtime::grid_for(vec4 ? n / 4 : n, kWG), (h16 ? 11.0 : 10.0) * double(n));
+    if (halves[0].defined()) b.push_back({rt_.input(halves[0]), true});
+    const std::string kernel = std::string(vec4 ? "adamw_f32_vec4" : "adamw_f32") + (halves[0].defined() ? "_h16" : "");
+    // ALPHA_VK_PROFILE_SHAPES=1: the per-kernel GPU times split the updates by param size.
+    rt_.run(kernel, {kWG}, b, pc, Runtime::grid_for(vec4 ? n / 4 : n, kWG), (halves[0].defined() ? 11.0 : 10.0) * double(n),
+            profile_sizes_ ? fmt::format("{}[n={}]", kernel, n) : std::string());
+  } else {
+    pc::AdamWMultiPC pc{};
+    pc.c = coef;
+    pc.count = uint32_t(which.size());
+    std::array<Binding, 5 * ADAMW_MULTI + 1> b{};
+    uint64_t groups = 0;
+    double work = 0;
+    const auto placeholder = rt_.scratch(16);  // the f16 copy of a param without one: bound, never written
+    for (size_t k = 0; k < ADAMW_MULTI; ++k) {
+      const size_t slot = std::min(k, which.size() - 1), i = which[slot];  // unused slots repeat the last param
+      const bool used = k < which.size();
+      b[k] = {rt_.input(ps[i]), used};
+      b[ADAMW_MULTI + k] = {rt_.input(grads[i]), false};
+      b[2 * ADAMW_MULTI + k] = {rt_.input(ms[i]), used};
+      b[3 * ADAMW_MULTI + k] = {rt_.input(vs[i]), used};
+      b[4 * ADAMW_MULTI + k] = halves[slot].defined() ? Binding{rt_.input(halves[slot]), used} : Binding{placeholder, false};
+      if (!used) continue;
+      const uint64_t n = uint64_t(ps[i].numel());
+      pc.n[k] = uint32_t(n), pc.first[k] = uint32_t(groups);
+      if (ps[i].dim() >= 2) pc.decay_mask |= 1u << k;
+      if (halves[slot].defined()) pc.h16_mask |= 1u << k;
+      groups += (n / 4 + kWG - 1) / kWG;
+      work += (halves[slot].defined() ? 11.0 : 10.0) * double(n);
+    }
+    b[5 * ADAMW_MULTI] = {bs, false};
+    rt_.run("adamw_f32_vec4_multi", {kWG}, std::span<const Binding>(b), pc, Runtime::grid(groups), work);
+  }
+  for (size_t k = 0; k < which.size(); ++k) {
+    const Tensor& p = ps[which[k]];
     p.storage()->mark_device_written();
-    if (h16) {
+    if (halves[k].defined()) {
+      Storage::Derived& d = p.storage()->derived();
       d.storage->mark_device_written();
       d.version = p.storage()->version();
     }
-    ms[i].storage()->mark_device_written();
-    vs[i].storage()->mark_device_written();
+    ms[which[k]].storage()->mark_device_written();
+    vs[which[k]].storage()->mark_device_written();
   }
 }
 

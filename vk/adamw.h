@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "optim/adamw.h"
+#include "spirv/push_constants.h"
 #include "vk/backend.h"
 
 namespace alpha::vk {
@@ -49,10 +50,17 @@ class GpuAdamW : public AdamW {
   const Tensor& stats() const { return stats_; }  // read by kernels that honour the coefficient and the veto
 
  private:
+  // The update of params `which` (one, or up to ADAMW_MULTI through the multi-param kernel when multi) with the
+  // step's shared coefficients; marks their p, m, v and f16 copies device-written.
+  void update_params(const std::vector<size_t>& which, const std::vector<Tensor>& grads, const pc::AdamWPC& coef,
+                     bool multi);
+  static Tensor half_copy(const Tensor& p);  // p's current f16 copy (ops::cast_cached), else undefined
+
   Runtime& rt_;
   Tensor stats_;  // f32[4] on the GPU: loss sum, grad norm, grad coefficient, skip flag (adamw.comp)
   std::shared_ptr<GpuBuffer> partials_;  // grad-norm partial sums (float-float pairs)
   uint64_t partials_cap_ = 0;            // pairs partials_ holds
+  bool profile_sizes_ = profile_shapes_from_env();  // label each update with its param's size
   bool loss_added_ = false;   // add_loss ran since the last clip_and_step: the veto checks the loss sum too
   bool step_unread_ = false;  // a clip_and_step whose skip flag read_stats has not seen yet
 };

@@ -339,6 +339,7 @@ void Device::create_device() {
   f.shared_memory_bytes = props.limits.maxComputeSharedMemorySize;
   f.max_workgroup_invocations = props.limits.maxComputeWorkGroupInvocations;
   f.max_push_constants = props.limits.maxPushConstantsSize;
+  f.max_storage_buffers_per_stage = props.limits.maxPerStageDescriptorStorageBuffers;
   f.max_storage_buffer_range = props.limits.maxStorageBufferRange;
   f.min_storage_buffer_alignment = props.limits.minStorageBufferOffsetAlignment;
   {
@@ -454,12 +455,12 @@ std::string Device::describe() const {
       "device {}: {} ({}), Vulkan {}.{}.{}\n"
       "  fp16 arithmetic: {}, 16-bit storage: {}, timeline semaphores: {}, memory budget ext: {}, device fault ext: {}\n"
       "  subgroup size: {}, shared memory: {} B, max workgroup invocations: {}, push constants: {} B\n"
-      "  max storage buffer range: {} B, cooperative matrix: NV {} (f16 16x16x16 used by matmul: {}), KHR {} (matmul's KHR kernels: {})\n"
+      "  max storage buffer range: {} B, storage buffers per stage: {}, cooperative matrix: NV {} (f16 16x16x16 used by matmul: {}), KHR {} (matmul's KHR kernels: {})\n"
       "  validation: {}",
       index_, f.name, device_type_name(f.type), VK_API_VERSION_MAJOR(f.api_version),
       VK_API_VERSION_MINOR(f.api_version), VK_API_VERSION_PATCH(f.api_version), f.fp16_arithmetic, f.storage_16bit,
       f.timeline_semaphores, f.memory_budget, f.device_fault, f.subgroup_size, f.shared_memory_bytes, f.max_workgroup_invocations,
-      f.max_push_constants, f.max_storage_buffer_range, f.nv_cooperative_matrix, f.nv_coopmat_f16, f.khr_cooperative_matrix, f.khr_coopmat_f16,
+      f.max_push_constants, f.max_storage_buffer_range, f.max_storage_buffers_per_stage, f.nv_cooperative_matrix, f.nv_coopmat_f16, f.khr_cooperative_matrix, f.khr_coopmat_f16,
       validation_ ? "on" : "off");
 }
 

@@ -42,6 +42,7 @@ struct DeviceFeatures {
   uint32_t shared_memory_bytes = 0;      // maxComputeSharedMemorySize
   uint32_t max_workgroup_invocations = 0;
   uint32_t max_push_constants = 0;
+  uint32_t max_storage_buffers_per_stage = 0;  // maxPerStageDescriptorStorageBuffers
   VkDeviceSize max_storage_buffer_range = 0;
   VkDeviceSize min_storage_buffer_alignment = 0;
   VkDeviceSize max_allocation_size = 0;
