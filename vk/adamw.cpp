@@ -135,7 +135,7 @@ void GpuAdamW::clip_and_step(double lr, double max_norm, double inv_scale) {
                          static_cast<float>(-(lr / bc1)),
                          0u};
   // Params whose sizes divide by 4 go ADAMW_MULTI per dispatch where the device binds 5 buffers per param and the
-  // stats (GPT-2: 148 dispatches -> 19; ~100 of them a bias or norm of 768-3072 elements at ~5 us each on an H200).
+  // stats (GPT-2: 148 dispatches -> 25; ~100 of them a bias or norm of 768-3072 elements at ~5 us each on an H200).
   const bool multi = rt_.device().features().max_storage_buffers_per_stage >= 5 * ADAMW_MULTI + 1;
   std::vector<size_t> batch;
   for (size_t i = 0; i < ps.size(); ++i) {
@@ -178,9 +178,10 @@ void GpuAdamW::update_params(const std::vector<size_t>& which, const std::vector
     std::vector<Binding> b{{rt_.input(p), true}, {rt_.input(grads[i]), false}, {rt_.input(ms[i]), true},
                            {rt_.input(vs[i]), true}, {bs, false}};
     if (halves[0].defined()) b.push_back({rt_.input(halves[0]), true});
-    const std::string kernel = std::string(vec4 ? "adamw_f32_vec4" : "adamw_f32") + (halves[0].defined() ? "_h16" : "");
+    const bool h16 = halves[0].defined();
+    const std::string kernel = std::string(vec4 ? "adamw_f32_vec4" : "adamw_f32") + (h16 ? "_h16" : "");
     // ALPHA_VK_PROFILE_SHAPES=1: the per-kernel GPU times split the updates by param size.
-    rt_.run(kernel, {kWG}, b, pc, Runtime::grid_for(vec4 ? n / 4 : n, kWG), (halves[0].defined() ? 11.0 : 10.0) * double(n),
+    rt_.run(kernel, {kWG}, b, pc, Runtime::grid_for(vec4 ? n / 4 : n, kWG), (h16 ? 11.0 : 10.0) * double(n),
             profile_sizes_ ? fmt::format("{}[n={}]", kernel, n) : std::string());
   } else {
     pc::AdamWMultiPC pc{};
@@ -197,7 +198,8 @@ void GpuAdamW::update_params(const std::vector<size_t>& which, const std::vector
       b[ADAMW_MULTI + k] = {rt_.input(grads[i]), false};
       b[2 * ADAMW_MULTI + k] = {rt_.input(ms[i]), used};
       b[3 * ADAMW_MULTI + k] = {rt_.input(vs[i]), used};
-      b[4 * ADAMW_MULTI + k] = halves[slot].defined() ? Binding{rt_.input(halves[slot]), used} : Binding{placeholder, false};
+      b[4 * ADAMW_MULTI + k] =
+          halves[slot].defined() ? Binding{rt_.input(halves[slot]), used} : Binding{placeholder, false};
       if (!used) continue;
       const uint64_t n = uint64_t(ps[i].numel());
       pc.n[k] = uint32_t(n), pc.first[k] = uint32_t(groups);
