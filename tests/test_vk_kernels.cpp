@@ -107,6 +107,7 @@ TEST_CASE("vk column sums in fours (inner % 4 == 0) give the scalar kernel's bit
 }
 
 TEST_CASE("vk column sums finished by their last workgroup: the same bits on every repeat, past the counter ring") {
+  REQUIRE(kKernelCounts);
   GpuScope g;
   // 8192 columns in fours: 128 counters per sum, so 40 sums wrap the backend's ring of arrival counters; a counter
   // left non-zero would leave no workgroup last and the output unwritten.
@@ -118,6 +119,14 @@ TEST_CASE("vk column sums finished by their last workgroup: the same bits on eve
     const Tensor y = on_gpu([&] { return ops::sum(x, 0); });
     REQUIRE(y.to_f64_vector() == want);
   }
+  // Wider than the ring (here shrunk to 64 counters): the chunk partials and a second pass, to the same bits.
+  const int64_t last = kernel_runs("sum_cols4_wg_f32_last");
+  gpu().set_counter_ring(64);
+  const Tensor two_pass = on_gpu([&] { return ops::sum(x, 0); });
+  gpu().set_counter_ring(vk::VulkanBackend::kCounters);
+  gpu().sync();
+  CHECK(kernel_runs("sum_cols4_wg_f32_last") == last);
+  CHECK(two_pass.to_f64_vector() == want);
   expect_clean();
 }
 

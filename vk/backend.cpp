@@ -93,9 +93,12 @@ void VulkanBackend::record_sum(const std::shared_ptr<GpuBuffer>& in, const std::
   const uint32_t chunk = 16 * per_lane, chunks = (n + chunk - 1) / chunk;
   const uint64_t units = inner / vec, col_blocks = (units + 15) / 16, groups = uint64_t(outer) * chunks * col_blocks;
   const std::string kernel = std::string(vec == 4 ? "sum_cols4_wg" : "sum_cols_wg") + sfx;
-  if (chunks == 1) {
-    rt_->run(kernel, {256}, {{in, false}, {out, true}}, pc::SumPC{outer, n, inner, scale, chunk}, Runtime::grid(groups),
-             work);
+  if (chunks == 1 || uint64_t(outer) * col_blocks > counter_ring_) {
+    // One chunk; or more column blocks than the counter ring holds: partials, then a second pass (the same bits).
+    const auto part = chunks > 1 ? rt_->scratch(uint64_t(outer) * chunks * inner * 4) : out;
+    rt_->run(kernel, {256}, {{in, false}, {part, true}}, pc::SumPC{outer, n, inner, chunks > 1 ? 1.0f : scale, chunk},
+             Runtime::grid(groups), work);
+    if (chunks > 1) record_sum(part, out, outer, chunks, inner, scale);
     return;
   }
   // The chunks' partials, summed by the last workgroup of each column block in the order (and so to the bits) of a
@@ -109,12 +112,13 @@ void VulkanBackend::record_sum(const std::shared_ptr<GpuBuffer>& in, const std::
 }
 
 std::pair<Binding, uint32_t> VulkanBackend::counter_window(uint64_t count) {
-  ALPHA_CHECK(count <= kCounters, ValueError, "[vk] {} arrival counters asked for, at most {}", count, kCounters);
+  ALPHA_CHECK(count <= counter_ring_, ValueError, "[vk] {} arrival counters asked for, at most {}", count,
+              counter_ring_);
   const bool fresh = !counters_;
   if (fresh) counters_ = rt_->upload_new(std::vector<uint32_t>(kCounters, 0u).data(), kCounters * 4);
   // A fresh window is a disjoint write (no barrier); when the ring wraps, a plain write waits for the earlier users
   // (and the first use for the zeros' upload).
-  const bool wrap = fresh || counter_next_ + count > kCounters;
+  const bool wrap = fresh || counter_next_ + count > counter_ring_;
   if (wrap) counter_next_ = 0;
   const uint32_t off = uint32_t(counter_next_);
   counter_next_ += count;

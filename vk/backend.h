@@ -87,6 +87,10 @@ class VulkanBackend : public Backend {
   // Profile labels per product shape (ALPHA_VK_PROFILE_SHAPES=1): the matmuls' GPU times appear per
   // `kernel[MxKxN TN /splits]` rather than per kernel alone.
   void set_profile_shapes(bool on) { profile_shapes_ = on; }
+  // Arrival counters for reductions finished by their last workgroup (counter_window): a ring of kCounters, of
+  // which counter_ring_ are used (tests shrink it to reach the path of reductions too wide for it).
+  static constexpr uint64_t kCounters = 4096;
+  void set_counter_ring(uint64_t n) { counter_ring_ = std::min(std::max<uint64_t>(n, 1), kCounters); }
   // The split-K target of coopmat products with f32 outputs (the weight gradients); 0 = kTargetGroupsCmF32.
   void set_split_target(int64_t groups) { split_target_ = groups; }
   int64_t split_target() const { return split_target_ > 0 ? split_target_ : kTargetGroupsCmF32; }
@@ -204,13 +208,13 @@ class VulkanBackend : public Backend {
                   uint32_t n, uint32_t inner, float scale, bool in_f16 = false);
 
   // A window of `count` zeroed arrival counters (kernels that let their last workgroup finish a reduction zero
-  // theirs again) in a ring of kCounters, and its offset.
+  // theirs again) in the ring, and its offset.
   std::pair<Binding, uint32_t> counter_window(uint64_t count);
-  static constexpr uint64_t kCounters = 4096;
+
 
   std::unique_ptr<Runtime> rt_;
   std::shared_ptr<GpuBuffer> counters_;
-  uint64_t counter_next_ = 0;
+  uint64_t counter_next_ = 0, counter_ring_ = kCounters;
   std::array<int64_t, 9> thresholds_{};
   MatmulMode matmul_mode_ = matmul_mode_from_env();
   std::string cm_tile_ = cm_tile_from_env();
