@@ -33,6 +33,20 @@
 #endif
 #include "ffloat.glsl"
 
+#if !defined(NORM_PARTIAL) && !defined(NORM_FINAL) && !defined(LOSS)
+// One element's update with coefficients c, in optim/adamw.cpp's operation order: (p, g, m, v) -> (p, m, v).
+void update(inout float pv, float g0, inout float mv, inout float vv, float gscale, bool decay, AdamWPC c) {
+  if (decay) pv = pv * c.decay;
+  precise float gi = g0 * gscale;
+  precise float mi = fma_rn(c.omb1, gi, mv * c.b1);
+  precise float vi = fma_rn(c.omb2 * gi, gi, vv * c.b2);
+  precise float denom = div_rn(sqrt_rn(vi), c.bc2_sqrt) + c.eps;
+  pv = pv + div_rn(c.neg_step * mi, denom);
+  mv = mi;
+  vv = vi;
+}
+#endif
+
 #if defined(NORM_PARTIAL)
 layout(push_constant) uniform Push { AdamWNormPC p; };
 // Up to ADAMW_NORM_GRADS grads per dispatch (unused bindings repeat the last one); grad w's partials are the
@@ -154,18 +168,6 @@ SET6(prm, vec4)
 SET6(mom, vec4)
 SET6(vel, vec4)
 SET6(hlf, f16vec4)
-#define C p.c
-// One element's update, in optim/adamw.cpp's operation order: (p, g, m, v) -> (p, m, v).
-void update(inout float pv, float g0, inout float mv, inout float vv, float gscale, bool decay) {
-  if (decay) pv = pv * C.decay;
-  precise float gi = g0 * gscale;
-  precise float mi = fma_rn(C.omb1, gi, mv * C.b1);
-  precise float vi = fma_rn(C.omb2 * gi, gi, vv * C.b2);
-  precise float denom = div_rn(sqrt_rn(vi), C.bc2_sqrt) + C.eps;
-  pv = pv + div_rn(C.neg_step * mi, denom);
-  mv = mi;
-  vv = vi;
-}
 void main() {
   const uint grp = linear_group();
   uint w = 0u;
@@ -180,7 +182,7 @@ void main() {
   const bool decay = ((p.decay_mask >> w) & 1u) != 0u;
   for (uint e = 0u; e < 4u; ++e) {
     precise float pe = pv[e], me = mv[e], ve = vv[e];
-    update(pe, gv[e], me, ve, gscale, decay);
+    update(pe, gv[e], me, ve, gscale, decay, p.c);
     pv[e] = pe;
     mv[e] = me;
     vv[e] = ve;
@@ -192,18 +194,6 @@ void main() {
 }
 #else
 layout(push_constant) uniform Push { AdamWPC p; };
-#define C p
-// One element's update, in optim/adamw.cpp's operation order: (p, g, m, v) -> (p, m, v).
-void update(inout float pv, float g0, inout float mv, inout float vv, float gscale, bool decay) {
-  if (decay) pv = pv * C.decay;
-  precise float gi = g0 * gscale;
-  precise float mi = fma_rn(C.omb1, gi, mv * C.b1);
-  precise float vi = fma_rn(C.omb2 * gi, gi, vv * C.b2);
-  precise float denom = div_rn(sqrt_rn(vi), C.bc2_sqrt) + C.eps;
-  pv = pv + div_rn(C.neg_step * mi, denom);
-  mv = mi;
-  vv = vi;
-}
 #ifdef VEC4  // 16-byte loads, four elements per invocation (n % 4 == 0), each with the scalar kernel's operations
 #define T vec4
 #define W 4u
@@ -224,7 +214,6 @@ layout(std430, binding = 4) readonly buffer S { float stats[]; };
 #endif
 layout(std430, binding = 5) writeonly buffer H { HT h[]; };
 #endif
-
 void main() {
   const uint i = linear_id();
   if (i >= p.n / W) return;
@@ -236,13 +225,13 @@ void main() {
 #ifdef VEC4
   for (uint e = 0u; e < 4u; ++e) {
     precise float pe = pv[e], me = mv[e], ve = vv[e];
-    update(pe, gv[e], me, ve, gscale, p.apply_decay != 0);
+    update(pe, gv[e], me, ve, gscale, p.apply_decay != 0, p);
     pv[e] = pe;
     mv[e] = me;
     vv[e] = ve;
   }
 #else
-  update(pv, gv, mv, vv, gscale, p.apply_decay != 0);
+  update(pv, gv, mv, vv, gscale, p.apply_decay != 0, p);
 #endif
   prm[i] = pv;
   m[i] = mv;

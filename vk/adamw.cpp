@@ -175,10 +175,10 @@ void GpuAdamW::update_params(const std::vector<size_t>& which, const std::vector
     pc.apply_decay = p.dim() >= 2 ? 1u : 0u;
     const bool vec4 = n % 4 == 0;  // whole buffers: 16-byte aligned; the same per-element operations (same bits)
     // The weight's f16 copy (ops::cast_cached), when current, is rewritten here rather than cast again next forward.
+    const bool h16 = halves[0].defined();
     std::vector<Binding> b{{rt_.input(p), true}, {rt_.input(grads[i]), false}, {rt_.input(ms[i]), true},
                            {rt_.input(vs[i]), true}, {bs, false}};
-    if (halves[0].defined()) b.push_back({rt_.input(halves[0]), true});
-    const bool h16 = halves[0].defined();
+    if (h16) b.push_back({rt_.input(halves[0]), true});
     const std::string kernel = std::string(vec4 ? "adamw_f32_vec4" : "adamw_f32") + (h16 ? "_h16" : "");
     // ALPHA_VK_PROFILE_SHAPES=1: the per-kernel GPU times split the updates by param size.
     rt_.run(kernel, {kWG}, b, pc, Runtime::grid_for(vec4 ? n / 4 : n, kWG), (h16 ? 11.0 : 10.0) * double(n),
@@ -190,7 +190,7 @@ void GpuAdamW::update_params(const std::vector<size_t>& which, const std::vector
     std::array<Binding, 5 * ADAMW_MULTI + 1> b{};
     uint64_t groups = 0;
     double work = 0;
-    const auto placeholder = rt_.scratch(16);  // the f16 copy of a param without one: bound, never written
+    std::shared_ptr<GpuBuffer> placeholder;  // the f16 copy of a param without one: bound, never written
     for (size_t k = 0; k < ADAMW_MULTI; ++k) {
       const size_t slot = std::min(k, which.size() - 1), i = which[slot];  // unused slots repeat the last param
       const bool used = k < which.size();
@@ -198,6 +198,7 @@ void GpuAdamW::update_params(const std::vector<size_t>& which, const std::vector
       b[ADAMW_MULTI + k] = {rt_.input(grads[i]), false};
       b[2 * ADAMW_MULTI + k] = {rt_.input(ms[i]), used};
       b[3 * ADAMW_MULTI + k] = {rt_.input(vs[i]), used};
+      if (!halves[slot].defined() && !placeholder) placeholder = rt_.scratch(16);
       b[4 * ADAMW_MULTI + k] =
           halves[slot].defined() ? Binding{rt_.input(halves[slot]), used} : Binding{placeholder, false};
       if (!used) continue;

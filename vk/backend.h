@@ -211,7 +211,6 @@ class VulkanBackend : public Backend {
   // theirs again) in the ring, and its offset.
   std::pair<Binding, uint32_t> counter_window(uint64_t count);
 
-
   std::unique_ptr<Runtime> rt_;
   std::shared_ptr<GpuBuffer> counters_;
   uint64_t counter_next_ = 0, counter_ring_ = kCounters;

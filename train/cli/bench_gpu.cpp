@@ -305,7 +305,8 @@ nlohmann::json bench_gemm_modes(vk::VulkanBackend& be, const std::vector<GemmCas
       const Tensor x = m.dtype == DType::f32 ? a : ops::cast(a, m.dtype), y = m.dtype == DType::f32 ? b : ops::cast(b, m.dtype);
       const double ms = gpu_ms(be, [&] { ops::matmul(x, y, c.ta, c.tb); }, warm, reps);
       const std::string kernel = be.matmul_kernel(m.dtype, c.M, c.N, c.K, 1);
-      row[m.name] = {{"kernel", kernel}, {"splits", be.matmul_splits(kernel, c.M, c.N, c.K, 1, 128, 128, m.dtype == DType::f32)}, {"ms", ms},
+      const int64_t splits = be.matmul_splits(kernel, c.M, c.N, c.K, 1, 128, 128, m.dtype == DType::f32);
+      row[m.name] = {{"kernel", kernel}, {"splits", splits}, {"ms", ms},
                      {"tflops", 2.0 * double(c.M) * double(c.K) * double(c.N) / (ms * 1e9)}};
     }
     rows.push_back(row);
