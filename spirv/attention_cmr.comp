@@ -137,16 +137,21 @@ void main() {
     // Every row of the subgroup sees the whole block and nothing drops (subgroup-uniform): no per-element mask or
     // dropout test; the values are the general path's.
     const bool plain = j0 + BC <= sg_all && p.threshold == 0u;
-    float mx[2] = {NEG_INF, NEG_INF};
-    [[unroll]] for (uint n = 0u; n < BC / 16u; ++n)
-      [[unroll]] for (uint e = 0u; e < 8u; ++e) {
-        const float x = plain || j0 + 16u * n + COL(e) < vis[HALF(e)] ? s[n][e] * sl2 : NEG_INF;
-        s[n][e] = x;
-        mx[HALF(e)] = max(mx[HALF(e)], x);
-      }
+    float mx[2] = {NEG_INF, NEG_INF};  // the block's row maxima of the raw scores (masked: -inf, kept by sl2 > 0)
+    if (plain) {
+      [[unroll]] for (uint n = 0u; n < BC / 16u; ++n)
+        [[unroll]] for (uint e = 0u; e < 8u; ++e) mx[HALF(e)] = max(mx[HALF(e)], s[n][e]);
+    } else {
+      [[unroll]] for (uint n = 0u; n < BC / 16u; ++n)
+        [[unroll]] for (uint e = 0u; e < 8u; ++e) {
+          const float x = j0 + 16u * n + COL(e) < vis[HALF(e)] ? s[n][e] : NEG_INF;
+          s[n][e] = x;
+          mx[HALF(e)] = max(mx[HALF(e)], x);
+        }
+    }
     float mref[2], corr[2], ps[2];
     [[unroll]] for (uint hr = 0u; hr < 2u; ++hr) {
-      const float mn = max(m[hr], quad_max(mx[hr]));
+      const float mn = max(m[hr], quad_max(mx[hr]) * sl2);  // log2 units
       mref[hr] = mn == NEG_INF ? 0.0 : mn;  // no inf - inf for rows that see nothing yet
       corr[hr] = exp2(m[hr] - mref[hr]);    // m = -inf: 0 (acc and l are 0 anyway)
       m[hr] = mn;
@@ -155,15 +160,15 @@ void main() {
     if (plain) {
       [[unroll]] for (uint n = 0u; n < BC / 16u; ++n)
         [[unroll]] for (uint e = 0u; e < 8u; ++e) {
-          const float pr = exp2(s[n][e] - mref[HALF(e)]);
+          const float pr = exp2(fma(s[n][e], sl2, -mref[HALF(e)]));
           ps[HALF(e)] += pr;
           s[n][e] = pr;
         }
     } else {
       [[unroll]] for (uint n = 0u; n < BC / 16u; ++n)
         [[unroll]] for (uint e = 0u; e < 8u; ++e) {
-          const float pr = exp2(s[n][e] - mref[HALF(e)]);  // masked: exp2(-inf) = 0
-          ps[HALF(e)] += pr;                                // the normalizer counts dropped probabilities too
+          const float pr = exp2(fma(s[n][e], sl2, -mref[HALF(e)]));  // masked: exp2(-inf) = 0
+          ps[HALF(e)] += pr;  // the normalizer counts dropped probabilities too
           s[n][e] = pr == 0.0 ? 0.0 : pr * keep_factor(bh, row[HALF(e)], j0 + 16u * n + COL(e));
         }
     }

@@ -44,11 +44,14 @@ struct Case {
   bool causal;
   double p;
   bool views;  // q, k, v as head views of one (B, T, 3C) tensor (GPT's layout); else contiguous
+  // > 1: q times sharp and key t times (1 + t / 16): row maxima that keep growing along the keys, so attention_cmr's
+  // forward moves its lazy reference max (and rescales) in later blocks too, not only in the first.
+  double sharp = 1.0;
 };
 
 std::string name(const Case& c) {
-  return fmt::format("B={} H={} Tq={} Tk={} D={} causal={} p={} views={}", c.B, c.H, c.Tq, c.Tk, c.D, c.causal, c.p,
-                     c.views);
+  return fmt::format("B={} H={} Tq={} Tk={} D={} causal={} p={} views={} sharp={}", c.B, c.H, c.Tq, c.Tk, c.D, c.causal,
+                     c.p, c.views, c.sharp);
 }
 
 struct Inputs {
@@ -66,6 +69,13 @@ Inputs make_inputs(const Case& c) {
   } else {
     in.q = randn({c.B, c.H, c.Tq, c.D}, 41), in.k = randn({c.B, c.H, c.Tk, c.D}, 42),
     in.v = randn({c.B, c.H, c.Tk, c.D}, 43);
+    if (c.sharp != 1.0) {
+      std::vector<double> q = in.q.to_f64_vector(), k = in.k.to_f64_vector();
+      for (double& x : q) x *= c.sharp;
+      for (size_t i = 0; i < k.size(); ++i) k[i] *= 1.0 + double((int64_t(i) / c.D) % c.Tk) / 16.0;
+      in.q = Tensor::from_vector(std::vector<float>(q.begin(), q.end()), in.q.shape());
+      in.k = Tensor::from_vector(std::vector<float>(k.begin(), k.end()), in.k.shape());
+    }
   }
   in.dout = randn({c.B, c.H, c.Tq, c.D}, 44);
   return in;
@@ -85,7 +95,7 @@ ops::AttentionParams params(const Case& c) {
 
 TEST_CASE("vk attention forward and backward match the CPU at awkward sizes") {
   GpuScope g;
-  for (const Case c : {Case{1, 1, 1, 1, 16, true, 0.0, false}, Case{1, 3, 17, 17, 16, true, 0.0, true},
+  for (const Case& c : {Case{1, 1, 1, 1, 16, true, 0.0, false}, Case{1, 3, 17, 17, 16, true, 0.0, true},
                        Case{2, 3, 65, 65, 64, true, 0.0, true}, Case{1, 1, 129, 129, 64, true, 0.0, false},
                        Case{3, 2, 33, 33, 16, true, 0.2, true}, Case{1, 3, 17, 40, 16, true, 0.0, false},
                        Case{2, 1, 9, 23, 64, false, 0.1, false}, Case{1, 6, 65, 65, 64, true, 0.3, true},
@@ -195,7 +205,7 @@ TEST_CASE("vk attention reads head views in place: one dispatch forward, three b
 
 TEST_CASE("vk attention packed gradients (GPT's qkv layout) match the CPU; attention_qkv costs 1 + 3 dispatches") {
   GpuScope g;
-  for (const Case c : {Case{2, 3, 17, 17, 16, true, 0.0, true}, Case{1, 2, 65, 65, 64, true, 0.2, true}}) {
+  for (const Case& c : {Case{2, 3, 17, 17, 16, true, 0.0, true}, Case{1, 2, 65, 65, 64, true, 0.2, true}}) {
     INFO(name(c));
     const Inputs in = make_inputs(c);
     const auto ap = params(c);
@@ -290,10 +300,11 @@ TEST_CASE("vk attention f16, head size 64: every tensor-core and SIMT kernel mat
   CHECK((cm_kernel == "attention_cm") == gpu().runtime().device().features().nv_coopmat_f16);
   CHECK(gpu().attention_kernel(DType::f32, 64) == "attention");  // f32 always runs SIMT
   CHECK(gpu().attention_kernel(DType::f16, 32) == "attention");  // other head sizes too
-  for (const Case c : {Case{1, 2, 1, 1, 64, true, 0.0, false}, Case{2, 3, 65, 65, 64, true, 0.1, true},
+  for (const Case& c : {Case{1, 2, 1, 1, 64, true, 0.0, false}, Case{2, 3, 65, 65, 64, true, 0.1, true},
                        Case{1, 2, 130, 130, 64, true, 0.0, true}, Case{1, 1, 37, 100, 64, true, 0.0, false},
                        Case{2, 1, 70, 45, 64, false, 0.2, false}, Case{1, 2, 200, 200, 64, true, 0.1, false},
-                       Case{2, 2, 128, 128, 64, true, 0.1, true}, Case{1, 2, 64, 64, 64, false, 0.0, false}}) {
+                       Case{2, 2, 128, 128, 64, true, 0.1, true}, Case{1, 2, 64, 64, 64, false, 0.0, false},
+                       Case{1, 2, 200, 200, 64, true, 0.0, false, 3.0}, Case{1, 1, 96, 160, 64, false, 0.1, false, 3.0}}) {
     INFO(name(c));
     const Inputs in32 = make_inputs(c);
     Inputs in;
