@@ -6,6 +6,9 @@
 // lse is an f64 tensor (core/ops.h), read and written through its bit pattern (f64bits.glsl).
 // F16: logits and dx stored f16 (lse, row losses stay f32/f64); math f32. VEC4 (BACKWARD F16): 8 per invocation.
 #version 450
+#extension GL_EXT_control_flow_attributes : require
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_shuffle : require
 #include "f16.glsl"
 #include "common.glsl"
 #include "push_constants.h"

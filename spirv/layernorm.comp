@@ -4,6 +4,8 @@
 // VEC4 (cols % 4 == 0, cols <= 4 * WG * MAXQ; vk/ checks): each invocation reads its quads of the row once into
 // registers with 8/16-byte loads and keeps them for all three passes.
 #version 450
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_shuffle : require
 #extension GL_EXT_control_flow_attributes : require
 #include "f16.glsl"
 #include "common.glsl"

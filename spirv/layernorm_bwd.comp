@@ -7,6 +7,8 @@
 // read once into registers for both passes.
 // F16: dy, x, w, dx stored f16; mean, rstd and the dw/db partials stay f32; math f32.
 #version 450
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_shuffle : require
 #extension GL_EXT_control_flow_attributes : require
 #include "f16.glsl"
 #include "common.glsl"

@@ -7,6 +7,8 @@
 // keep the row's quads in registers (one read); PARAMS sums four columns per invocation in the scalar order (same
 // bits).
 #version 450
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_shuffle : require
 #extension GL_EXT_control_flow_attributes : require
 #include "f16.glsl"
 #include "common.glsl"

@@ -2,6 +2,9 @@
 // j <= r % tq + (cols - tq); masked columns get 0. BACKWARD: dx = y * (dy - sum(dy * y)).
 // F16: f16 storage, f32 math.
 #version 450
+#extension GL_EXT_control_flow_attributes : require
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_shuffle : require
 #include "f16.glsl"
 #include "common.glsl"
 #include "push_constants.h"

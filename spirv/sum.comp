@@ -8,6 +8,9 @@
 // LAST (COLS_WG over several chunks): the last workgroup of each (outer, column block) to finish, counted by an
 // atomic, sums the block's chunk partials into the output in the order a second pass would (one dispatch, not two).
 #version 450
+#extension GL_EXT_control_flow_attributes : require
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_shuffle : require
 #include "f16.glsl"
 #include "common.glsl"
 #include "push_constants.h"
