@@ -130,8 +130,8 @@ void main() {
       }
     }
     // Every row of the subgroup sees the whole block and nothing drops (subgroup-uniform): the per-element mask and
-    // dropout tests are skipped, the values (and bits) are the general path's. These tests were the kernels' limit:
-    // skipping them took the forward from 0.154 to 0.105 ms per GPT-2 layer on an H200, dk/dv from 0.240 to 0.182.
+    // dropout tests are skipped, the values (and bits) are the general path's. These tests were the kernels' limit
+    // (the forward -32%, dk/dv -24% per GPT-2 layer on an H200: docs/PERFORMANCE.md, session 19).
     const bool plain = j0 + BC <= sg_all && p.threshold == 0u;
     float mx[2] = {NEG_INF, NEG_INF};
     if (plain) {
