@@ -44,8 +44,8 @@ struct Case {
   bool causal;
   double p;
   bool views;  // q, k, v as head views of one (B, T, 3C) tensor (GPT's layout); else contiguous
-  // > 1: q times sharp and key t times (1 + t / 16): row maxima that keep growing along the keys, so attention_cmr's
-  // forward moves its lazy reference max (and rescales) in later blocks too, not only in the first.
+  // > 1: q times sharp and key t times (1 + t / 16): row maxima that keep growing along the keys, so the forward's
+  // running max moves (and O and l are rescaled) in later blocks too, not only in the first.
   double sharp = 1.0;
 };
 
@@ -96,10 +96,10 @@ ops::AttentionParams params(const Case& c) {
 TEST_CASE("vk attention forward and backward match the CPU at awkward sizes") {
   GpuScope g;
   for (const Case& c : {Case{1, 1, 1, 1, 16, true, 0.0, false}, Case{1, 3, 17, 17, 16, true, 0.0, true},
-                       Case{2, 3, 65, 65, 64, true, 0.0, true}, Case{1, 1, 129, 129, 64, true, 0.0, false},
-                       Case{3, 2, 33, 33, 16, true, 0.2, true}, Case{1, 3, 17, 40, 16, true, 0.0, false},
-                       Case{2, 1, 9, 23, 64, false, 0.1, false}, Case{1, 6, 65, 65, 64, true, 0.3, true},
-                       Case{1, 2, 40, 40, 128, true, 0.1, false}}) {  // widest head: smaller blocks
+                        Case{2, 3, 65, 65, 64, true, 0.0, true}, Case{1, 1, 129, 129, 64, true, 0.0, false},
+                        Case{3, 2, 33, 33, 16, true, 0.2, true}, Case{1, 3, 17, 40, 16, true, 0.0, false},
+                        Case{2, 1, 9, 23, 64, false, 0.1, false}, Case{1, 6, 65, 65, 64, true, 0.3, true},
+                        Case{1, 2, 40, 40, 128, true, 0.1, false}}) {  // widest head: smaller blocks
     INFO(name(c));
     const Inputs in = make_inputs(c);
     const auto ap = params(c);
@@ -301,10 +301,11 @@ TEST_CASE("vk attention f16, head size 64: every tensor-core and SIMT kernel mat
   CHECK(gpu().attention_kernel(DType::f32, 64) == "attention");  // f32 always runs SIMT
   CHECK(gpu().attention_kernel(DType::f16, 32) == "attention");  // other head sizes too
   for (const Case& c : {Case{1, 2, 1, 1, 64, true, 0.0, false}, Case{2, 3, 65, 65, 64, true, 0.1, true},
-                       Case{1, 2, 130, 130, 64, true, 0.0, true}, Case{1, 1, 37, 100, 64, true, 0.0, false},
-                       Case{2, 1, 70, 45, 64, false, 0.2, false}, Case{1, 2, 200, 200, 64, true, 0.1, false},
-                       Case{2, 2, 128, 128, 64, true, 0.1, true}, Case{1, 2, 64, 64, 64, false, 0.0, false},
-                       Case{1, 2, 200, 200, 64, true, 0.0, false, 3.0}, Case{1, 1, 96, 160, 64, false, 0.1, false, 3.0}}) {
+                        Case{1, 2, 130, 130, 64, true, 0.0, true}, Case{1, 1, 37, 100, 64, true, 0.0, false},
+                        Case{2, 1, 70, 45, 64, false, 0.2, false}, Case{1, 2, 200, 200, 64, true, 0.1, false},
+                        Case{2, 2, 128, 128, 64, true, 0.1, true}, Case{1, 2, 64, 64, 64, false, 0.0, false},
+                        Case{1, 2, 200, 200, 64, true, 0.0, false, 3.0},
+                        Case{1, 1, 96, 160, 64, false, 0.1, false, 3.0}}) {
     INFO(name(c));
     const Inputs in32 = make_inputs(c);
     Inputs in;
