@@ -50,10 +50,13 @@ Tensor linear_master(const Tensor& x, const Tensor& w, const Tensor& b) {
   return record("linear_master", ops::linear(x, w16, b16), {x, w, b}, [x, w16, b, b32, gx, gw, gb](const Tensor& g) {
     Tensor dx, dw, db;
     if (gx) dx = ops::matmul(g, w16, false, false);  // (..., out) @ (out, in) -> (..., in), f16
-    if (gw) {  // (R, out)^T @ (R, in) -> (out, in) over the flattened rows, f32
-      dw = ops::matmul_f32(ops::reshape(g, {-1, g.size(-1)}), ops::reshape(x, {-1, x.size(-1)}), true, false);
+    const Tensor g2 = ops::reshape(g, {-1, g.size(-1)});  // (R, out) over the flattened rows
+    if (gw && gb && b32) {  // one GEMM for both where the backend sums the bias gradient into it
+      ops::LinearWeightGrads d = ops::linear_weight_grads(g2, ops::reshape(x, {-1, x.size(-1)}));
+      return std::vector<Tensor>{dx, d.dw, d.db};
     }
-    if (gb) db = b32 ? ops::sum_f32(ops::reshape(g, {-1, g.size(-1)}), 0) : ops::sum_to(g, b.shape());  // (out)
+    if (gw) dw = ops::matmul_f32(g2, ops::reshape(x, {-1, x.size(-1)}), true, false);  // (out, in), f32
+    if (gb) db = b32 ? ops::sum_f32(g2, 0) : ops::sum_to(g, b.shape());  // (out)
     return std::vector<Tensor>{dx, dw, db};
   });
 }

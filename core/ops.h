@@ -90,6 +90,13 @@ Tensor gelu_backward(const Tensor& dy, const Tensor& x);
 // matmul then add (core/ops_linear.cpp) ----
 // y = x @ w^T + b: x (..., in), w (out, in), b (out) or undefined -> (..., out)
 Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b);
+// The weight and bias gradients of a linear layer, both f32: dw = g^T x (out, in), db = g summed over its rows (out),
+// from g (R, out) and x (R, in). One GEMM where the backend sums the bias into it (vk: the f16 coopmat tiles),
+// else matmul_f32 and sum_f32.
+struct LinearWeightGrads {
+  Tensor dw, db;
+};
+LinearWeightGrads linear_weight_grads(const Tensor& g, const Tensor& x);
 
 // ---- Llama-style ops (core/ops_llama.cpp; kernels core/cpu/{rmsnorm,rope,swiglu}.cpp, vk/ alike) ----
 // RMSNorm over the last dim: y = x * rstd * w, rstd = 1 / sqrt(mean(x^2) + eps); w (C) or undefined.

@@ -4,6 +4,7 @@
 // CPU kernels' composition, as the dispatcher does for one op.
 #include "core/cpu/elementwise.h"
 #include "core/cpu/matmul.h"
+#include "core/cpu/reduce.h"
 #include "core/dispatch.h"
 
 namespace alpha::ops {
@@ -72,6 +73,24 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b) {
   }
   const Tensor y = matmul(x, w, false, true);  // (..., in) @ (out, in)^T -> (..., out)
   return b.defined() ? add(y, b) : y;
+}
+
+LinearWeightGrads linear_weight_grads(const Tensor& g, const Tensor& x) {
+  check_float16(g, "linear_weight_grads", "g");
+  check_float16(x, "linear_weight_grads", "x");
+  check_mixable(g, x, "linear_weight_grads");
+  ALPHA_CHECK(g.dim() == 2 && x.dim() == 2 && g.size(0) == x.size(0), ShapeError,
+              "[linear_weight_grads] g {} and x {} are not (R, out) and (R, in)", g.str(), x.str());
+  const int64_t work = 2 * g.size(0) * g.size(1) * x.size(1);
+  if (Backend* be = fused_backend(work)) {
+    if (LinearWeightGrads r = be->linear_weight_grads(g, x); r.dw.defined()) {
+      ++dispatch_stats().gpu_ops;
+      check_fused("linear_weight_grads", r.dw, [&] { return cpu::matmul(up(g), up(x), true, false); }, {g, x});
+      check_fused("linear_weight_grads", r.db, [&] { return cpu::sum(up(g), 0, false); }, {g, x});
+      return r;
+    }
+  }
+  return {matmul_f32(g, x, true, false), sum_f32(g, 0)};  // (out, in), (out)
 }
 
 }  // namespace alpha::ops

@@ -15,6 +15,9 @@
 // checks), the tile (SG_M, SG_N, FM, FN), BK, STAGES, PREFETCH and FRAG_PIPE. vk/matmul.cpp's tile table mirrors
 // the tile variants.
 // EPI_BIAS (with OUT_F16, one K slice): adds bias[col] (f16, binding 3) in f32 before the f16 rounding.
+// ROWSUM (f32 out, VEC8, TRANS_A: the weight gradient dW = dy^T x): the workgroups of the first column tile also sum
+// A's rows over their K slice (the bias gradient, dy's column sums) from the staged 8-half pieces, f32 partials per
+// K slice at rowsum[z * M + m] (binding 3); each invocation adds its pieces in K order, then a fixed tree.
 #version 450
 #extension GL_EXT_control_flow_attributes : require
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
@@ -107,7 +110,15 @@
 #define STAGED_OUT 0
 #define CS_SHARED (SG_M * SG_N * 1024)
 #endif
-#if STAGES * (STAGE_A + STAGE_B) * 2 + CS_SHARED + EPI_SHARED > 49152
+#ifdef ROWSUM
+#if defined(OUT_F16) || !defined(VEC8) || defined(EPI_BIAS)
+#error "the row sums come with f32 outputs of the 16-byte-load tiles"
+#endif
+#define RS_SHARED (NT * 8 * 4)  // Rs
+#else
+#define RS_SHARED 0
+#endif
+#if STAGES * (STAGE_A + STAGE_B) * 2 + CS_SHARED + EPI_SHARED + RS_SHARED > 49152
 #error "the variant needs more shared memory than NVIDIA's 48 KiB"
 #endif
 
@@ -139,6 +150,27 @@ layout(std430, binding = 2) writeonly buffer C { OUT_T c[]; };
 #endif
 #ifdef EPI_BIAS
 layout(std430, binding = 3) readonly buffer Bias { float16_t bias[]; };
+#endif
+#ifdef ROWSUM
+layout(std430, binding = 3) writeonly buffer RowSum { float rowsum[]; };
+shared float Rs[NT * 8];  // each invocation's 8 row sums, for the fixed tree at the end
+// A transposed (K x M, M contiguous): invocation t stages the same 8 rows, from m0 + (t % (BM / 8)) * 8, at every
+// K step (slot()), so it keeps their 8 sums in registers.
+#define RS_SHARE (NT / (BM / 8))  // invocations staging the same 8 rows
+#if BM > NT
+#error "the row sums' tree gives each row one invocation"
+#endif
+// Add a staged piece (8 halves of 8 consecutive rows at one k) to the invocation's sums, in K order.
+#define ROWSUM_ADD(v)                                                                                           \
+  if (rs_on) {                                                                                                  \
+    [[unroll]] for (uint h = 0; h < 4; ++h) {                                                                   \
+      const vec2 f = unpackHalf2x16((v)[h]);                                                                    \
+      rs[2 * h] += f.x;                                                                                         \
+      rs[2 * h + 1] += f.y;                                                                                     \
+    }                                                                                                           \
+  }
+#else
+#define ROWSUM_ADD(v)
 #endif
 
 // A slices: row-major [BM][BK + PAD], or column-major [BK][BM + PAD] when A is transposed; B likewise. Offsets
@@ -245,6 +277,11 @@ void main() {
     [[unroll]] for (uint j = 0; j < FN; ++j) acc[i][j] = fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>(0.0);
 
   const uint steps = (kend - kbeg + BK - 1) / BK;
+#ifdef ROWSUM
+  const bool rs_on = tn == 0;  // workgroup-uniform: one column of tiles sums the rows
+  float rs[8];
+  [[unroll]] for (uint h = 0; h < 8; ++h) rs[h] = 0.0;
+#endif
 #if PROBE && PROBE < 9
   // Timing probes of `alpha bench gpu --tiles` (wrong results by design): where the kernel's ceiling is.
 #if PROBE == 1  // shared: only the fragment loads and products of each step (no staging, no barriers)
@@ -276,7 +313,10 @@ void main() {
       [[unroll]] for (uint e = 0; e < LOADS_A; ++e) sink ^= ra[e];
       [[unroll]] for (uint e = 0; e < LOADS_B; ++e) sink ^= rb[e];
 #else
-      [[unroll]] for (uint e = 0; e < LOADS_A; ++e) STORE_A(st, e, ra[e]);
+      [[unroll]] for (uint e = 0; e < LOADS_A; ++e) {
+        STORE_A(st, e, ra[e]);
+        ROWSUM_ADD(ra[e]);
+      }
       [[unroll]] for (uint e = 0; e < LOADS_B; ++e) STORE_B(st, e, rb[e]);
 #endif
 #if PROBE != 9
@@ -304,7 +344,11 @@ void main() {
     const uint k0 = kbeg + s * BK;
     // Hazard: every subgroup must be done loading fragments of the previous slices before they are overwritten.
     if (s > 0) barrier();
-    [[unroll]] for (uint e = 0; e < LOADS_A; ++e) STORE_A(0, e, LOAD_A(k0, e));
+    [[unroll]] for (uint e = 0; e < LOADS_A; ++e) {
+      const EL v = LOAD_A(k0, e);
+      STORE_A(0, e, v);
+      ROWSUM_ADD(v);
+    }
     [[unroll]] for (uint e = 0; e < LOADS_B; ++e) STORE_B(0, e, LOAD_B(k0, e));
     // Hazard: the slices must be complete before any subgroup loads fragments from them.
     barrier();
@@ -317,6 +361,19 @@ void main() {
 #elif PROBE == 5  // no products or stores; one staged value is kept live so the staging stays
   if (p.lda != 12345u) return;
   acc[0][0] = fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>(float(As[p.K % (STAGE_A / V)][0] + Bs[p.N % (STAGE_B / V)][0]));
+#endif
+#ifdef ROWSUM
+  if (rs_on) {  // uniform: the whole workgroup takes the barriers
+    [[unroll]] for (uint h = 0; h < 8; ++h) Rs[t * 8 + h] = rs[h];
+    // Hazard: every invocation's sums are in shared memory before the row owners read them.
+    barrier();
+    if (t < BM && m0 + t < p.M) {  // row t: the RS_SHARE invocations that staged it, in invocation order
+      const uint first = t / 8, h = t % 8;
+      float a = 0.0;
+      [[unroll]] for (uint w = 0; w < RS_SHARE; ++w) a += Rs[(first + w * (BM / 8)) * 8 + h];
+      rowsum[gl_WorkGroupID.z * p.M + m0 + t] = a;
+    }
+  }
 #endif
   const uint cbase = gl_WorkGroupID.z * p.M * p.N;  // (batch, split) slice
 #if PROBE == 11

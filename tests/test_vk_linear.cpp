@@ -1,6 +1,7 @@
 // The linear layer with its bias in the epilogue of the f16 coopmat GEMM tiles (core/ops_linear.cpp,
 // spirv/matmul_cm.comp EPI_BIAS) against the CPU, and linear_master's bias gradient. Devices without NV cooperative
-// matrices (lavapipe) run matmul then add; on the GPU machine the bias kernels must have run (kernel counts).
+// matrices (lavapipe) run matmul then add; on the GPU machine the bias kernels must have run (kernel counts). The
+// weight and bias gradients in one GEMM (ops::linear_weight_grads, spirv/matmul_cm.comp ROWSUM) likewise.
 #include <doctest/doctest.h>
 
 #include <map>
@@ -117,6 +118,54 @@ TEST_CASE("linear_master with an f32 master bias: y as with its f16 cast, db the
     // The f16-cast bias's gradient carries the f16 rounding (|db| ~ 10 here: steps of 2^-7 or 2^-6).
     CHECK(vktest::rel_err(ref[3], db_exact) > 1e-5);
   }
+  expect_clean();
+}
+
+TEST_CASE("vk linear_weight_grads: dw bitwise as matmul_f32, db as the CPU's column sums, with and without split-K") {
+  GpuScope g;
+  REQUIRE(kKernelCounts);
+  const bool cm = gpu().runtime().device().features().nv_coopmat_f16;
+  struct Shape3 { int64_t rows, in, out; };
+  const auto count = [&] {  // dispatches of the row-sum GEMMs so far
+    int64_t n = 0;
+    for (const auto& [name, c] : gpu().runtime().kernel_counts())
+      if (name.find("_rowsum") != std::string::npos) n += c;
+    return n;
+  };
+  // out cuts the 64/128-row tiles; rows (K) from one K step to many split-K slices with a partial last step.
+  for (const Shape3 s : {Shape3{64, 48, 72}, Shape3{2056, 200, 136}, Shape3{8200, 64, 264}, Shape3{4096, 256, 8}}) {
+    const std::string at = fmt::format("rows {} in {} out {}", s.rows, s.in, s.out);
+    INFO(at);
+    const Tensor gy = f16(randn({s.rows, s.out}, 740 + s.out)), x = f16(randn({s.rows, s.in}, 741 + s.in));
+    const int64_t k0 = count();
+    const ops::LinearWeightGrads d = ops::linear_weight_grads(gy, x);
+    CHECK(count() - k0 == (cm ? 1 : 0));
+    REQUIRE(d.dw.dtype() == DType::f32);
+    REQUIRE(d.db.dtype() == DType::f32);
+    CHECK(d.dw.shape() == Shape{s.out, s.in});
+    CHECK(d.db.shape() == Shape{s.out});
+    expect_close(d.dw, ops::matmul_f32(gy, x, true, false), 0, 0, "dw (bitwise as matmul_f32) " + at);
+    expect_close(d.db, on_cpu([&] { return ops::sum_f32(gy, 0); }), 1e-5, 1e-4, "db " + at);
+  }
+  // Every tile with the variant, forced (the choice by shape above takes one or two): split and unsplit K.
+  for (const vk::CmTile& t : vk::cm_tiles()) {
+    if (!cm || !vk::has_rowsum(t.name)) continue;
+    struct Tile {
+      ~Tile() { gpu().set_cm_tile(""); }
+    } reset;
+    gpu().set_cm_tile(t.name);
+    for (const Shape3 s : {Shape3{136, 72, 200}, Shape3{8200, 64, 264}}) {
+      const std::string at = fmt::format("tile {} rows {} in {} out {}", t.name, s.rows, s.in, s.out);
+      INFO(at);
+      const Tensor gy = f16(randn({s.rows, s.out}, 760)), x = f16(randn({s.rows, s.in}, 761));
+      const int64_t k0 = count();
+      const ops::LinearWeightGrads d = ops::linear_weight_grads(gy, x);
+      CHECK(count() - k0 == 1);
+      expect_close(d.dw, ops::matmul_f32(gy, x, true, false), 0, 0, "dw (bitwise as matmul_f32) " + at);
+      expect_close(d.db, on_cpu([&] { return ops::sum_f32(gy, 0); }), 1e-5, 1e-4, "db " + at);
+    }
+  }
+  CHECK_THROWS_AS(ops::linear_weight_grads(f16(randn({8, 4}, 750)), f16(randn({16, 4}, 751))), ShapeError);
   expect_clean();
 }
 

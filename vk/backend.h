@@ -31,6 +31,7 @@ struct CmTile {
   int64_t bm, bn, bk;
 };
 std::span<const CmTile> cm_tiles();
+bool has_rowsum(const std::string& tile);  // the tile has the weight-gradient variant that sums the bias gradient
 // Timing probes of a tile's inner loop (wrong results by design): only `alpha bench gpu --tiles` runs them.
 std::span<const CmTile> cm_probes();
 // ALPHA_VK_CM_TILE=<name> forces one tile for every product (sweeps, tests); empty = chosen per shape.
@@ -124,6 +125,7 @@ class VulkanBackend : public Backend {
   Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b) override;
   Tensor matmul_f32out(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b) override;
   Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b) override;  // vk/matmul.cpp: the bias epilogue
+  ops::LinearWeightGrads linear_weight_grads(const Tensor& g, const Tensor& x) override;  // vk/matmul.cpp: ROWSUM
   Tensor embedding(const Tensor& weight, const Tensor& idx) override;
   Tensor embedding_backward(const Tensor& dout, const Tensor& idx, int64_t vocab) override;
   ops::LayerNormOut layernorm(const Tensor& x, const Tensor& w, const Tensor& b, double eps) override;

@@ -257,4 +257,46 @@ Tensor VulkanBackend::linear(const Tensor& x, const Tensor& w, const Tensor& b) 
   return out;
 }
 
+// Tiles with the row-sum variant (spirv/CMakeLists.txt): the ones cm_tile picks for f32 outputs.
+bool has_rowsum(const std::string& tile) {
+  for (const char* t : {"128x128w4k64s1", "128x128w4k64s1p0", "128x128w4k64s1p0f", "128x64w4k64s1p0f", "128x64w4k64s1p0",
+                        "64x64w4k64s1p0", "64x64w4k64s1p0f"})
+    if (tile == t) return true;
+  return false;
+}
+
+// dw = g^T x and db = g's column sums, both f32, in one coopmat GEMM whose first column of tiles also sums the rows
+// of g^T it stages (spirv/matmul_cm.comp ROWSUM): the bias gradient's own pass over g is gone. Same tile, split-K
+// and dw bits as matmul_f32out; undefined where that product would take another path.
+ops::LinearWeightGrads VulkanBackend::linear_weight_grads(const Tensor& g, const Tensor& x) {
+  if (g.dim() != 2 || x.dim() != 2 || !f16(g) || !f16(x) || g.size(0) != x.size(0)) return {};
+  const int64_t M = g.size(1), K = g.size(0), N = x.size(1);  // (out, R) @ (R, in)
+  if (M == 0 || N == 0 || K == 0 || M % 8 != 0 || N % 8 != 0 || K % 8 != 0) return {};
+  if (matmul_kernel(DType::f16, M, N, K, 1) != "matmul_cm_f16") return {};
+  const CmTile& ct = cm_tile(M, N, K, 1, true);
+  if (!has_rowsum(ct.name) || cdiv(M, ct.bm) > 65535 || cdiv(N, ct.bn) > 65535) return {};
+  int64_t splits = matmul_splits("matmul_cm_f16", M, N, K, 1, ct.bm, ct.bn, true);
+  const int64_t k_chunk = splits > 1 ? cdiv(cdiv(K, splits), ct.bk) * ct.bk : K;  // as matmul_out slices K
+  if (splits > 1) splits = cdiv(K, k_chunk);
+  const auto bufg = rt_->input(g), bufx = rt_->input(x);
+  ops::LinearWeightGrads r{rt_->output({M, N}, DType::f32), rt_->output({M}, DType::f32)};
+  const pc::MatmulPC pc{uint32_t(M), uint32_t(N), uint32_t(K), uint32_t(M), uint32_t(N), 0, 0, uint32_t(splits),
+                        uint32_t(k_chunk)};
+  const std::array<uint32_t, 3> groups{uint32_t(cdiv(N, ct.bn)), uint32_t(cdiv(M, ct.bm)), uint32_t(splits)};
+  const std::string k = std::string("matmul_cm_f16_vec8_") + ct.name + "_f32out_rowsum";
+  const double flops = 2.0 * double(M) * double(N) * double(K);
+  if (splits == 1) {
+    rt_->run(k, {1u, 0u}, {{bufg, false}, {bufx, false}, {Runtime::buffer_of(r.dw), true}, {Runtime::buffer_of(r.db), true}},
+             pc, groups, flops, shape_label(k, M, K, N, true, false, 1));
+    return r;
+  }
+  // (splits, M, N) and (splits, M) f32 partials, each summed over the splits in order.
+  const auto part = rt_->scratch(uint64_t(splits * M * N) * 4), rpart = rt_->scratch(uint64_t(splits * M) * 4);
+  rt_->run(k, {1u, 0u}, {{bufg, false}, {bufx, false}, {part, true}, {rpart, true}}, pc, groups, flops,
+           shape_label(k, M, K, N, true, false, splits));
+  record_sum(part, Runtime::buffer_of(r.dw), 1, uint32_t(splits), uint32_t(M * N), 1.0f);
+  record_sum(rpart, Runtime::buffer_of(r.db), 1, uint32_t(splits), uint32_t(M), 1.0f);
+  return r;
+}
+
 }  // namespace alpha::vk

@@ -142,10 +142,12 @@ nlohmann::json bench_gemm_tiles(vk::VulkanBackend& be, const std::vector<GemmCas
     }
     be.sync();
   }
-  auto time_tile = [&](const GemmCase& c, const Tensor& a, const Tensor& b, const std::string& name) {
+  auto time_tile = [&](const GemmCase& c, const Tensor& a, const Tensor& b, const std::string& name, bool f32 = false) {
     be.set_cm_tile(name);
     const double flops = 2.0 * double(c.M) * double(c.K) * double(c.N);
-    const double ms = burst_ms(be, [&] { ops::matmul(a, b, c.ta, c.tb); }, flops, quick ? 1 : 7);
+    const double ms = burst_ms(
+        be, [&] { f32 ? (void)ops::matmul_f32(a, b, c.ta, c.tb) : (void)ops::matmul(a, b, c.ta, c.tb); }, flops,
+        quick ? 1 : 7);
     return nlohmann::json{{"ms", ms}, {"tflops", flops / (ms * 1e9)}};
   };
   auto operands = [](const GemmCase& c) {
@@ -172,6 +174,8 @@ nlohmann::json bench_gemm_tiles(vk::VulkanBackend& be, const std::vector<GemmCas
           {"ms", ms}, {"tflops", flops / (ms * 1e9)}, {"tile", be.cm_tile(c.M, c.N, c.K, 1, true).name}};
     }
     for (const vk::CmTile& t : vk::cm_tiles()) row["tiles"][t.name] = time_tile(c, a, b, t.name);
+    if (c.ta)  // the weight-gradient layout: also each tile with f32 out (split-K partials), as training runs it
+      for (const vk::CmTile& t : vk::cm_tiles()) row["tiles_f32out"][t.name] = time_tile(c, a, b, t.name, true);
     rows.push_back(row);
   }
   // The probes last, in a pass of their own: on their garbage operands the H100 ran the next measurement up to
