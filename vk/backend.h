@@ -31,7 +31,7 @@ struct CmTile {
   int64_t bm, bn, bk;
 };
 std::span<const CmTile> cm_tiles();
-bool has_rowsum(const std::string& tile);  // the tile has the weight-gradient variant that sums the bias gradient
+bool has_bias_variants(const std::string& tile);  // the tile has the bias epilogue and the bias-gradient row sums
 // Timing probes of a tile's inner loop (wrong results by design): only `alpha bench gpu --tiles` runs them.
 std::span<const CmTile> cm_probes();
 // ALPHA_VK_CM_TILE=<name> forces one tile for every product (sweeps, tests); empty = chosen per shape.

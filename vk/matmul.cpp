@@ -229,8 +229,8 @@ Tensor VulkanBackend::matmul_out(const Tensor& a, const Tensor& b, bool ta, bool
   return out;
 }
 
-// Tiles with the bias epilogue (spirv/CMakeLists.txt): the ones cm_tile picks.
-static bool has_bias_epilogue(const std::string& tile) {
+// Tiles with the bias epilogue and the row-sum variant (spirv/CMakeLists.txt): the ones cm_tile picks.
+bool has_bias_variants(const std::string& tile) {
   for (const char* t : {"128x128w4k64s1", "128x128w4k64s1p0", "128x128w4k64s1p0f", "128x64w4k64s1p0", "128x64w4k64s1p0f",
                         "64x64w4k64s1p0", "64x64w4k64s1p0f"})
     if (tile == t) return true;
@@ -245,7 +245,7 @@ Tensor VulkanBackend::linear(const Tensor& x, const Tensor& w, const Tensor& b) 
   if (M == 0 || N == 0 || w.size(1) != K || b.size(0) != N) return {};
   if (matmul_kernel(DType::f16, M, N, K, 1) != "matmul_cm_f16" || M % 8 != 0 || N % 8 != 0 || K % 8 != 0) return {};
   const CmTile& ct = cm_tile(M, N, K, 1);
-  if (!has_bias_epilogue(ct.name) || matmul_splits("matmul_cm_f16", M, N, K, 1, ct.bm, ct.bn) != 1) return {};
+  if (!has_bias_variants(ct.name) || matmul_splits("matmul_cm_f16", M, N, K, 1, ct.bm, ct.bn) != 1) return {};
   if (cdiv(M, ct.bm) > 65535 || cdiv(N, ct.bn) > 65535) return {};
   const auto bufx = rt_->input(x), bufw = rt_->input(w), bufb = rt_->input(b);
   Tensor out = rt_->output({M, N}, DType::f16);
@@ -257,14 +257,6 @@ Tensor VulkanBackend::linear(const Tensor& x, const Tensor& w, const Tensor& b) 
   return out;
 }
 
-// Tiles with the row-sum variant (spirv/CMakeLists.txt): the ones cm_tile picks for f32 outputs.
-bool has_rowsum(const std::string& tile) {
-  for (const char* t : {"128x128w4k64s1", "128x128w4k64s1p0", "128x128w4k64s1p0f", "128x64w4k64s1p0f", "128x64w4k64s1p0",
-                        "64x64w4k64s1p0", "64x64w4k64s1p0f"})
-    if (tile == t) return true;
-  return false;
-}
-
 // dw = g^T x and db = g's column sums, both f32, in one coopmat GEMM whose first column of tiles also sums the rows
 // of g^T it stages (spirv/matmul_cm.comp ROWSUM): the bias gradient's own pass over g is gone. Same tile, split-K
 // and dw bits as matmul_f32out; undefined where that product would take another path.
@@ -274,7 +266,7 @@ ops::LinearWeightGrads VulkanBackend::linear_weight_grads(const Tensor& g, const
   if (M == 0 || N == 0 || K == 0 || M % 8 != 0 || N % 8 != 0 || K % 8 != 0) return {};
   if (matmul_kernel(DType::f16, M, N, K, 1) != "matmul_cm_f16") return {};
   const CmTile& ct = cm_tile(M, N, K, 1, true);
-  if (!has_rowsum(ct.name) || cdiv(M, ct.bm) > 65535 || cdiv(N, ct.bn) > 65535) return {};
+  if (!has_bias_variants(ct.name) || cdiv(M, ct.bm) > 65535 || cdiv(N, ct.bn) > 65535) return {};
   int64_t splits = matmul_splits("matmul_cm_f16", M, N, K, 1, ct.bm, ct.bn, true);
   const int64_t k_chunk = splits > 1 ? cdiv(cdiv(K, splits), ct.bk) * ct.bk : K;  // as matmul_out slices K
   if (splits > 1) splits = cdiv(K, k_chunk);
