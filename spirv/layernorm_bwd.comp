@@ -1,7 +1,8 @@
 // LayerNorm backward. xhat = (x - mean) * rstd, g = dy * w (w = 1 when absent).
 // Default: dx, one workgroup per row: dx = rstd * (g - mean(g) - xhat * mean(g * xhat)).
 // PARAMS: dw[c] = sum_r dy * xhat, db[c] = sum_r dy as partial sums over chunks of rows: one invocation per
-// (chunk, column), rows summed in order into (chunks, cols); vk/ sums the chunks (deterministic, no atomics).
+// (chunk, column), rows summed in order into (chunks, cols); vk/ sums the chunks (deterministic, no atomics). db's
+// partials start at element db_off of their binding (vk/ binds one buffer for both, summed in one pass).
 // PARAMS VEC4 (cols % 4 == 0): 4 adjacent columns per invocation through 8/16-byte loads, each column's rows in
 // the same order, so the same bits. dx VEC4 (cols % 4 == 0, cols <= 4 * WG * MAXQ): the row's dy and x quads
 // read once into registers for both passes.
@@ -47,7 +48,7 @@ void main() {
   const uint o = ch * p.cols + 4u * c4;  // the scalar kernel's index of column 4 * c4
   for (uint e = 0u; e < 4u; ++e) {
     if (p.has_w != 0) dw[o + e] = sw[e];
-    if (p.has_b != 0) db[o + e] = sb[e];
+    if (p.has_b != 0) db[p.db_off + o + e] = sb[e];
   }
 }
 #else
@@ -63,7 +64,7 @@ void main() {
     sb += g;
   }
   if (p.has_w != 0) dw[i] = sw;
-  if (p.has_b != 0) db[i] = sb;
+  if (p.has_b != 0) db[p.db_off + i] = sb;
 }
 #endif
 #else

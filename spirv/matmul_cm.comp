@@ -17,7 +17,9 @@
 // EPI_BIAS (with OUT_F16, one K slice): adds bias[col] (f16, binding 3) in f32 before the f16 rounding.
 // ROWSUM (f32 out, VEC8, TRANS_A: the weight gradient dW = dy^T x): the workgroups of the first column tile also sum
 // A's rows over their K slice (the bias gradient, dy's column sums) from the staged 8-half pieces, f32 partials per
-// K slice at rowsum[z * M + m] (binding 3); each invocation adds its pieces in K order, then a fixed tree.
+// K slice (binding 3; each invocation adds its pieces in K order, then a fixed tree). Split K: each slice's partials
+// are its M x N tile values and then its M row sums, (M N + M) floats per slice, both bindings on one buffer (one
+// sum pass finishes both); one slice: the row sums at rowsum[m].
 #version 450
 #extension GL_EXT_control_flow_attributes : require
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
@@ -371,11 +373,15 @@ void main() {
       const uint first = t / 8, h = t % 8;
       float a = 0.0;
       [[unroll]] for (uint w = 0; w < RS_SHARE; ++w) a += Rs[(first + w * (BM / 8)) * 8 + h];
-      rowsum[gl_WorkGroupID.z * p.M + m0 + t] = a;
+      rowsum[p.splits > 1 ? gl_WorkGroupID.z * (p.M * p.N + p.M) + p.M * p.N + m0 + t : m0 + t] = a;
     }
   }
 #endif
+#ifdef ROWSUM
+  const uint cbase = gl_WorkGroupID.z * (p.M * p.N + (p.splits > 1 ? p.M : 0));  // the slice, then its row sums
+#else
   const uint cbase = gl_WorkGroupID.z * p.M * p.N;  // (batch, split) slice
+#endif
 #if PROBE == 11
 #if STAGED_OUT
   if (sink.x == p.M + 0x9e3779b9u) c4[0] = sink;

@@ -19,14 +19,16 @@ struct UnaryPC { uint n; float mul; float add; uint pad; };
 struct MatmulPC { uint M; uint N; uint K; uint lda; uint ldb; uint a_bstride; uint b_bstride; uint splits; uint k_chunk; };
 // x seen as (outer, n, inner); out[o, i] = scale * sum_k x[o, k, i]. Column sums (inner > 1) split n into
 // chunks of `chunk`: out is (outer, ceil(n / chunk), inner) partial sums (vk/ sums those again).
-struct SumPC { uint outer; uint n; uint inner; float scale; uint chunk; };
+// split (sum.comp OUT2): output elements from `split` (in the kernel's units) go to a second buffer, from its start.
+struct SumPC { uint outer; uint n; uint inner; float scale; uint chunk; uint split; };
 // sum.comp LAST: SumPC's fields, then the window of zeroed arrival counters (one per (outer, column block)) and the
 // order of the last workgroup's sum over the chunk partials (seq != 0: in chunk order; else 16 strided lanes + tree).
-struct SumLastPC { uint outer; uint n; uint inner; float scale; uint chunk; uint counter_off; uint seq; };
+struct SumLastPC { uint outer; uint n; uint inner; float scale; uint chunk; uint counter_off; uint seq; uint split; };
 // Row softmax over cols; causal: row r (r % tq) sees cols j <= r % tq + (cols - tq).
 struct SoftmaxPC { uint rows; uint cols; uint tq; uint causal; };
-// Backward dw/db: per-column partial sums over row chunks of `chunk` rows, (ceil(rows / chunk), cols).
-struct LayerNormPC { uint rows; uint cols; float eps; uint has_w; uint has_b; uint chunk; };
+// Backward dw/db: per-column partial sums over row chunks of `chunk` rows, (ceil(rows / chunk), cols); db's from
+// element db_off of its binding (both in one buffer: one sum pass finishes both).
+struct LayerNormPC { uint rows; uint cols; float eps; uint has_w; uint has_b; uint chunk; uint db_off; };
 struct GeluPC { uint n; };
 // SwiGLU over n outputs: element i reads gate at idx = (i / cols) * row_stride + i % cols and up at idx + up_off
 // (its gradients go to the same places): separate tensors (cols = n, up_off = 0), or the halves of one (N, 2F)
@@ -82,7 +84,7 @@ struct MuonUpdatePC { uint n; uint rows; uint cols; uint transpose; uint offset;
 #ifdef __cplusplus
 static_assert(sizeof(BinaryPC) == 16 && sizeof(UnaryPC) == 16 && sizeof(MatmulPC) == 36);
 static_assert(sizeof(RopePC) == 28 && sizeof(SwiGLUPC) == 16);
-static_assert(sizeof(SumPC) == 20 && sizeof(SumLastPC) == 28 && sizeof(SoftmaxPC) == 16 && sizeof(LayerNormPC) == 24);
+static_assert(sizeof(SumPC) == 24 && sizeof(SumLastPC) == 32 && sizeof(SoftmaxPC) == 16 && sizeof(LayerNormPC) == 28);
 static_assert(sizeof(CrossEntropyPC) == 16 && sizeof(EmbeddingPC) == 16 && sizeof(DropoutPC) == 28);
 static_assert(sizeof(CopyPC) == 96 && sizeof(AttentionPC) == 128);
 static_assert(sizeof(AdamWPC) == 40 && sizeof(AdamWMultiPC) == 100 && sizeof(AdamWNormPC) == 76 && sizeof(AdamWFinalPC) == 16 && sizeof(AdamWLossPC) == 4);

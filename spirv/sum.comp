@@ -7,6 +7,8 @@
 // column unit is 4 adjacent columns (8/16-byte loads and stores), each column in the scalar kernel's order.
 // LAST (COLS_WG over several chunks): the last workgroup of each (outer, column block) to finish, counted by an
 // atomic, sums the block's chunk partials into the output in the order a second pass would (one dispatch, not two).
+// OUT2: the output is two buffers, the second from output unit p.split on (e.g. a weight's and a bias's gradients,
+// or a norm's dw and db, summed in one dispatch); the values and their order are the one-buffer kernel's.
 #version 450
 #extension GL_EXT_control_flow_attributes : require
 #extension GL_KHR_shader_subgroup_basic : require
@@ -45,8 +47,26 @@ layout(std430, binding = 1) coherent buffer O { T o[]; };
 layout(std430, binding = 2) writeonly buffer R { T r[]; };
 layout(std430, binding = 3) coherent buffer C { uint counters[]; };
 shared bool last_group;
+#ifdef OUT2
+layout(std430, binding = 4) writeonly buffer R2 { T r2[]; };
+void put(uint i, T v) {
+  if (i < p.split) r[i] = v;
+  else r2[i - p.split] = v;
+}
+#else
+void put(uint i, T v) { r[i] = v; }
+#endif
 #else
 layout(std430, binding = 1) writeonly buffer O { T o[]; };
+#ifdef OUT2
+layout(std430, binding = 2) writeonly buffer O2 { T o2[]; };
+void put(uint i, T v) {
+  if (i < p.split) o[i] = v;
+  else o2[i - p.split] = v;
+}
+#else
+void put(uint i, T v) { o[i] = v; }
+#endif
 #endif
 
 #ifdef ROWS
@@ -92,7 +112,7 @@ void main() {
     barrier();
   }
 #ifndef LAST
-  if (lane == 0u && cu < q) o[t * q + cu] = red[gl_LocalInvocationID.x] * p.scale;
+  if (lane == 0u && cu < q) put(t * q + cu, red[gl_LocalInvocationID.x] * p.scale);
 #else
   if (lane == 0u && cu < q) o[t * q + cu] = red[gl_LocalInvocationID.x];
   // Hazard: this workgroup's partials reach device scope before its arrival is counted (release) ...
@@ -109,7 +129,7 @@ void main() {
     if (lane == 0u && cu < q) {
       T a = T(0.0);
       for (uint c = 0u; c < chunks; ++c) a += o[(rows + c) * q + cu];
-      r[ou * q + cu] = a * p.scale;
+      put(ou * q + cu, a * p.scale);
     }
   } else {  // 16 lanes over every 16th chunk, then the fixed tree
     T a = T(0.0);
@@ -122,7 +142,7 @@ void main() {
       if (lane < h) red[lid] += red[lid + h * cw];
       barrier();
     }
-    if (lane == 0u && cu < q) r[ou * q + cu] = red[lid] * p.scale;
+    if (lane == 0u && cu < q) put(ou * q + cu, red[lid] * p.scale);
   }
   if (lid == 0u) counters[ctr] = 0u;  // zero again for the next dispatch that takes this window
 #endif
@@ -146,6 +166,6 @@ void main() {
     s += d;
   }
   for (; k < k1; ++k) s += T(x[(base + k) * q + cu]);
-  o[i] = s * p.scale;  // (outer, chunk) row t, unit cu
+  put(i, s * p.scale);  // (outer, chunk) row t, unit cu
 }
 #endif

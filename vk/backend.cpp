@@ -63,10 +63,21 @@ QueueCounters VulkanBackend::queue_counters() const {
 }
 
 void VulkanBackend::record_sum(const std::shared_ptr<GpuBuffer>& in, const std::shared_ptr<GpuBuffer>& out,
-                               uint32_t outer, uint32_t n, uint32_t inner, float scale, bool in_f16) {
+                               uint32_t outer, uint32_t n, uint32_t inner, float scale, bool in_f16,
+                               const std::shared_ptr<GpuBuffer>& out2, uint32_t split) {
   const double work = double(outer) * n * inner;
+  ALPHA_CHECK(!out2 || (!in_f16 && inner % 4 == 0 && split % 4 == 0), ValueError,
+              "[vk] a sum into two buffers needs f32 input in fours (inner {}, split {})", inner, split);
+  const std::string o2 = out2 ? "_out2" : "";
+  const uint32_t usplit = split / 4;  // in the VEC4 kernels' units
+  // Bindings: the kernel's own, then out2 where there is one.
+  auto with2 = [&](std::initializer_list<Binding> b) {
+    std::vector<Binding> v(b);
+    if (out2) v.push_back({out2, true});
+    return v;
+  };
   if (inner == 1) {
-    const pc::SumPC pc{outer, n, inner, scale, n};
+    const pc::SumPC pc{outer, n, inner, scale, n, 0};
     rt_->run(in_f16 ? "sum_rows_f16in" : "sum_rows_f32", {128}, {{in, false}, {out, true}}, pc, Runtime::grid(outer), work);
     return;
   }
@@ -77,8 +88,9 @@ void VulkanBackend::record_sum(const std::shared_ptr<GpuBuffer>& in, const std::
   const std::string sfx = in_f16 ? "_f16in" : "_f32";
   if (n <= 4 || (n <= 64 && cols >= (uint64_t{1} << 17))) {
     // Short columns over many of them (split-K partials): one invocation per column unit, rows in order.
-    const pc::SumPC pc{outer, n, inner, scale, std::max(n, 1u)};
-    rt_->run(std::string(vec == 4 ? "sum_cols4" : "sum_cols") + sfx, {256}, {{in, false}, {out, true}}, pc,
+    const pc::SumPC pc{outer, n, inner, scale, std::max(n, 1u), usplit};
+    const auto b = with2({{in, false}, {out, true}});
+    rt_->run(std::string(vec == 4 ? "sum_cols4" : "sum_cols") + sfx + o2, {256}, std::span<const Binding>(b), pc,
              Runtime::grid_for(cols / vec, 256), work);
     return;
   }
@@ -95,10 +107,16 @@ void VulkanBackend::record_sum(const std::shared_ptr<GpuBuffer>& in, const std::
   const std::string kernel = std::string(vec == 4 ? "sum_cols4_wg" : "sum_cols_wg") + sfx;
   if (chunks == 1 || uint64_t(outer) * col_blocks > counter_ring_) {
     // One chunk; or more column blocks than the counter ring holds: partials, then a second pass (the same bits).
-    const auto part = chunks > 1 ? rt_->scratch(uint64_t(outer) * chunks * inner * 4) : out;
-    rt_->run(kernel, {256}, {{in, false}, {part, true}}, pc::SumPC{outer, n, inner, chunks > 1 ? 1.0f : scale, chunk},
+    if (chunks == 1) {
+      const auto b = with2({{in, false}, {out, true}});
+      rt_->run(kernel + o2, {256}, std::span<const Binding>(b), pc::SumPC{outer, n, inner, scale, chunk, usplit},
+               Runtime::grid(groups), work);
+      return;
+    }
+    const auto part = rt_->scratch(uint64_t(outer) * chunks * inner * 4);
+    rt_->run(kernel, {256}, {{in, false}, {part, true}}, pc::SumPC{outer, n, inner, 1.0f, chunk, 0},
              Runtime::grid(groups), work);
-    if (chunks > 1) record_sum(part, out, outer, chunks, inner, scale);
+    record_sum(part, out, outer, chunks, inner, scale, false, out2, split);
     return;
   }
   // The chunks' partials, summed by the last workgroup of each column block in the order (and so to the bits) of a
@@ -107,8 +125,9 @@ void VulkanBackend::record_sum(const std::shared_ptr<GpuBuffer>& in, const std::
   const uint64_t cols2 = uint64_t(outer) * inner;
   const uint32_t seq = chunks <= 4 || (chunks <= 64 && cols2 >= (uint64_t{1} << 17)) ? 1u : 0u;
   const auto [ctr, ctr_off] = counter_window(uint64_t(outer) * col_blocks);
-  rt_->run(kernel + "_last", {256}, {{in, false}, {part, true}, {out, true}, ctr},
-           pc::SumLastPC{outer, n, inner, scale, chunk, ctr_off, seq}, Runtime::grid(groups), work);
+  const auto b = with2({{in, false}, {part, true}, {out, true}, ctr});
+  rt_->run(kernel + "_last" + o2, {256}, std::span<const Binding>(b),
+           pc::SumLastPC{outer, n, inner, scale, chunk, ctr_off, seq, usplit}, Runtime::grid(groups), work);
 }
 
 std::pair<Binding, uint32_t> VulkanBackend::counter_window(uint64_t count) {

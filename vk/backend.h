@@ -206,8 +206,10 @@ class VulkanBackend : public Backend {
   // A matmul dispatch's profile label: "" (its kernel's name) unless profile_shapes_.
   std::string shape_label(const std::string& kernel, int64_t M, int64_t K, int64_t N, bool ta, bool tb,
                           int64_t splits) const;
+  // out2 (f32 input, inner % 4 == 0, split % 4 == 0): output elements from `split` on go to out2 instead.
   void record_sum(const std::shared_ptr<GpuBuffer>& in, const std::shared_ptr<GpuBuffer>& out, uint32_t outer,
-                  uint32_t n, uint32_t inner, float scale, bool in_f16 = false);
+                  uint32_t n, uint32_t inner, float scale, bool in_f16 = false,
+                  const std::shared_ptr<GpuBuffer>& out2 = nullptr, uint32_t split = 0);
 
   // A window of `count` zeroed arrival counters (kernels that let their last workgroup finish a reduction zero
   // theirs again) in the ring, and its offset.

@@ -19,7 +19,7 @@ ops::LayerNormOut VulkanBackend::layernorm(const Tensor& x, const Tensor& w, con
   const Shape row_shape(x.shape().begin(), x.shape().end() - 1);
   ops::LayerNormOut out{rt_->output(x.shape(), x.dtype()), rt_->output(row_shape), rt_->output(row_shape)};
   const pc::LayerNormPC pc{uint32_t(rows), uint32_t(cols), static_cast<float>(eps), w.defined() ? 1u : 0u,
-                           b.defined() ? 1u : 0u, 0};
+                           b.defined() ? 1u : 0u, 0, 0};
   rt_->run("layernorm" + sfx(x) + row_vec(cols), {row_wg(cols)},
            {{bx, false}, {bw, false}, {bb, false}, {Runtime::buffer_of(out.y), true},
             {Runtime::buffer_of(out.mean), true}, {Runtime::buffer_of(out.rstd), true}},
@@ -38,7 +38,7 @@ ops::LayerNormGrads VulkanBackend::layernorm_backward(const Tensor& dy, const Te
   g.dx = rt_->output(x.shape(), x.dtype());
   // Columns in fours where they divide (8/16-byte loads; each column's rows in the same order: same bits).
   const uint32_t vec = cols % 4 == 0 ? 4 : 1, row_chunk = reduce_chunk(uint32_t(rows), uint64_t(cols) / vec);
-  const pc::LayerNormPC pc{uint32_t(rows), uint32_t(cols), 0.0f, w.defined() ? 1u : 0u, has_bias ? 1u : 0u, row_chunk};
+  const pc::LayerNormPC pc{uint32_t(rows), uint32_t(cols), 0.0f, w.defined() ? 1u : 0u, has_bias ? 1u : 0u, row_chunk, 0u};
   rt_->run("layernorm_bwd_dx" + sfx(x) + row_vec(cols), {row_wg(cols)},
            {{bdy, false}, {bx, false}, {bm, false}, {br, false}, {bw, false}, {Runtime::buffer_of(g.dx), true}}, pc,
            Runtime::grid(rows), 10.0 * double(x.numel()));
@@ -54,11 +54,18 @@ ops::LayerNormGrads VulkanBackend::layernorm_backward(const Tensor& dy, const Te
       if (!has) return dummy;
       return chunks > 1 ? rt_->scratch(part_bytes) : Runtime::buffer_of(t);
     };
-    const auto pw = target(w.defined(), g.dw), pb = target(has_bias, g.db);
+    // Both with chunk partials in fours: one buffer, (2, chunks, cols), and one sum pass into dw and db.
+    const bool both = w.defined() && has_bias && chunks > 1 && vec == 4;
+    auto pc2 = pc;
+    if (both) pc2.db_off = chunks * uint32_t(cols);
+    const auto pw = both ? rt_->scratch(2 * part_bytes) : target(w.defined(), g.dw), pb = both ? pw : target(has_bias, g.db);
     rt_->run("layernorm_bwd_dwdb" + sfx(x) + (vec == 4 ? "_vec4" : ""), {kWG},
-             {{bdy, false}, {bx, false}, {bm, false}, {br, false}, {pw, true}, {pb, true}}, pc,
+             {{bdy, false}, {bx, false}, {bm, false}, {br, false}, {pw, true}, {pb, true}}, pc2,
              Runtime::grid_for(uint64_t(chunks) * uint64_t(cols) / vec, kWG), 4.0 * double(x.numel()));
-    if (chunks > 1) {
+    if (both) {
+      record_sum(pw, Runtime::buffer_of(g.dw), 2, chunks, uint32_t(cols), 1.0f, false, Runtime::buffer_of(g.db),
+                 uint32_t(cols));
+    } else if (chunks > 1) {
       if (w.defined()) record_sum(pw, Runtime::buffer_of(g.dw), 1, chunks, uint32_t(cols), 1.0f);
       if (has_bias) record_sum(pb, Runtime::buffer_of(g.db), 1, chunks, uint32_t(cols), 1.0f);
     }

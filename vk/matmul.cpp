@@ -282,12 +282,13 @@ ops::LinearWeightGrads VulkanBackend::linear_weight_grads(const Tensor& g, const
              pc, groups, flops, shape_label(k, M, K, N, true, false, 1));
     return r;
   }
-  // (splits, M, N) and (splits, M) f32 partials, each summed over the splits in order.
-  const auto part = rt_->scratch(uint64_t(splits * M * N) * 4), rpart = rt_->scratch(uint64_t(splits * M) * 4);
-  rt_->run(k, {1u, 0u}, {{bufg, false}, {bufx, false}, {part, true}, {rpart, true}}, pc, groups, flops,
+  // (splits, M N + M) f32 partials: each slice's dw values, then its row sums; one sum over the splits, in order,
+  // writes both (the row sums from element M N on go to db).
+  const auto part = rt_->scratch(uint64_t(splits * (M * N + M)) * 4);
+  rt_->run(k, {1u, 0u}, {{bufg, false}, {bufx, false}, {part, true}, {part, true}}, pc, groups, flops,
            shape_label(k, M, K, N, true, false, splits));
-  record_sum(part, Runtime::buffer_of(r.dw), 1, uint32_t(splits), uint32_t(M * N), 1.0f);
-  record_sum(rpart, Runtime::buffer_of(r.db), 1, uint32_t(splits), uint32_t(M), 1.0f);
+  record_sum(part, Runtime::buffer_of(r.dw), 1, uint32_t(splits), uint32_t(M * N + M), 1.0f, false,
+             Runtime::buffer_of(r.db), uint32_t(M * N));
   return r;
 }
 

@@ -16,7 +16,7 @@ ops::RMSNormOut VulkanBackend::rmsnorm(const Tensor& x, const Tensor& w, double 
   const auto bx = rt_->input(x);
   const auto bw = w.defined() ? rt_->input(w) : bx;  // placeholder: never read when has_w == 0
   ops::RMSNormOut out{rt_->output(x.shape(), x.dtype()), rt_->output(Shape(x.shape().begin(), x.shape().end() - 1))};
-  const pc::LayerNormPC pc{uint32_t(rows), uint32_t(cols), static_cast<float>(eps), w.defined() ? 1u : 0u, 0u, 0u};
+  const pc::LayerNormPC pc{uint32_t(rows), uint32_t(cols), static_cast<float>(eps), w.defined() ? 1u : 0u, 0u, 0u, 0u};
   rt_->run("rmsnorm" + sfx(x) + row_vec(cols), {row_wg(cols)},
            {{bx, false}, {bw, false}, {Runtime::buffer_of(out.y), true}, {Runtime::buffer_of(out.rstd), true}}, pc,
            Runtime::grid(rows), 5.0 * double(x.numel()));
@@ -32,7 +32,7 @@ ops::RMSNormGrads VulkanBackend::rmsnorm_backward(const Tensor& dy, const Tensor
   ops::RMSNormGrads g;
   g.dx = rt_->output(x.shape(), x.dtype());
   const uint32_t vec = cols % 4 == 0 ? 4 : 1, row_chunk = reduce_chunk(uint32_t(rows), uint64_t(cols) / vec);
-  const pc::LayerNormPC pc{uint32_t(rows), uint32_t(cols), 0.0f, w.defined() ? 1u : 0u, 0u, row_chunk};
+  const pc::LayerNormPC pc{uint32_t(rows), uint32_t(cols), 0.0f, w.defined() ? 1u : 0u, 0u, row_chunk, 0u};
   rt_->run("rmsnorm_bwd_dx" + sfx(x) + row_vec(cols), {row_wg(cols)},
            {{bdy, false}, {bx, false}, {br, false}, {bw, false}, {Runtime::buffer_of(g.dx), true}}, pc,
            Runtime::grid(rows), 8.0 * double(x.numel()));
