@@ -38,7 +38,8 @@ ops::LayerNormGrads VulkanBackend::layernorm_backward(const Tensor& dy, const Te
   g.dx = rt_->output(x.shape(), x.dtype());
   // Columns in fours where they divide (8/16-byte loads; each column's rows in the same order: same bits).
   const uint32_t vec = cols % 4 == 0 ? 4 : 1, row_chunk = reduce_chunk(uint32_t(rows), uint64_t(cols) / vec);
-  const pc::LayerNormPC pc{uint32_t(rows), uint32_t(cols), 0.0f, w.defined() ? 1u : 0u, has_bias ? 1u : 0u, row_chunk, 0u};
+  const pc::LayerNormPC pc{uint32_t(rows), uint32_t(cols), 0.0f, w.defined() ? 1u : 0u,
+                           has_bias ? 1u : 0u, row_chunk, 0u};
   rt_->run("layernorm_bwd_dx" + sfx(x) + row_vec(cols), {row_wg(cols)},
            {{bdy, false}, {bx, false}, {bm, false}, {br, false}, {bw, false}, {Runtime::buffer_of(g.dx), true}}, pc,
            Runtime::grid(rows), 10.0 * double(x.numel()));
@@ -58,7 +59,8 @@ ops::LayerNormGrads VulkanBackend::layernorm_backward(const Tensor& dy, const Te
     const bool both = w.defined() && has_bias && chunks > 1 && vec == 4;
     auto pc2 = pc;
     if (both) pc2.db_off = chunks * uint32_t(cols);
-    const auto pw = both ? rt_->scratch(2 * part_bytes) : target(w.defined(), g.dw), pb = both ? pw : target(has_bias, g.db);
+    const auto pw = both ? rt_->scratch(2 * part_bytes) : target(w.defined(), g.dw);
+    const auto pb = both ? pw : target(has_bias, g.db);
     rt_->run("layernorm_bwd_dwdb" + sfx(x) + (vec == 4 ? "_vec4" : ""), {kWG},
              {{bdy, false}, {bx, false}, {bm, false}, {br, false}, {pw, true}, {pb, true}}, pc2,
              Runtime::grid_for(uint64_t(chunks) * uint64_t(cols) / vec, kWG), 4.0 * double(x.numel()));

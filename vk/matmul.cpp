@@ -259,7 +259,8 @@ Tensor VulkanBackend::linear(const Tensor& x, const Tensor& w, const Tensor& b) 
 
 // dw = g^T x and db = g's column sums, both f32, in one coopmat GEMM whose first column of tiles also sums the rows
 // of g^T it stages (spirv/matmul_cm.comp ROWSUM): the bias gradient's own pass over g is gone. Same tile, split-K
-// and dw bits as matmul_f32out; undefined where that product would take another path.
+// and dw partials as matmul_f32out (the slices' sum may take another fixed order only where M N + M, not M N,
+// crosses record_sum's short-column threshold); undefined where that product would take another path.
 ops::LinearWeightGrads VulkanBackend::linear_weight_grads(const Tensor& g, const Tensor& x) {
   if (g.dim() != 2 || x.dim() != 2 || !f16(g) || !f16(x) || g.size(0) != x.size(0)) return {};
   const int64_t M = g.size(1), K = g.size(0), N = x.size(1);  // (out, R) @ (R, in)
@@ -278,8 +279,9 @@ ops::LinearWeightGrads VulkanBackend::linear_weight_grads(const Tensor& g, const
   const std::string k = std::string("matmul_cm_f16_vec8_") + ct.name + "_f32out_rowsum";
   const double flops = 2.0 * double(M) * double(N) * double(K);
   if (splits == 1) {
-    rt_->run(k, {1u, 0u}, {{bufg, false}, {bufx, false}, {Runtime::buffer_of(r.dw), true}, {Runtime::buffer_of(r.db), true}},
-             pc, groups, flops, shape_label(k, M, K, N, true, false, 1));
+    const auto bdw = Runtime::buffer_of(r.dw), bdb = Runtime::buffer_of(r.db);
+    rt_->run(k, {1u, 0u}, {{bufg, false}, {bufx, false}, {bdw, true}, {bdb, true}}, pc, groups, flops,
+             shape_label(k, M, K, N, true, false, 1));
     return r;
   }
   // (splits, M N + M) f32 partials: each slice's dw values, then its row sums; one sum over the splits, in order,
