@@ -35,30 +35,58 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b) {
   return b.defined() ? add(y, b) : y;
 }
 
-Tensor linear_master(const Tensor& x, const Tensor& w, const Tensor& b) {
-  ALPHA_CHECK(w.dim() == 2, ShapeError, "[linear] weight must be (out, in), got {}", w.str());
+namespace {
+
+// A leaf (a weight) keeps its f16 copy between steps (ops::cast_cached; GpuAdamW rewrites it).
+Tensor half(const Tensor& t) { return t.is_leaf() ? ops::cast_cached(t, DType::f16) : ops::cast(t, DType::f16); }
+// An f32 (master) bias runs as its f16 copy and gets an f32 gradient straight from the column sum.
+Tensor half_bias(const Tensor& b) { return b.defined() && b.dtype() == DType::f32 ? half(b) : b; }
+Tensor rows(const Tensor& t) { return ops::reshape(t, {-1, t.size(-1)}); }  // (..., n) -> (R, n)
+
+void check_master(const char* op, const Tensor& x, const Tensor& w) {
+  ALPHA_CHECK(w.dim() == 2, ShapeError, "[{}] weight must be (out, in), got {}", op, w.str());
   ALPHA_CHECK(x.dtype() == DType::f16 && w.dtype() == DType::f32, DTypeError,
-              "[linear] a master-weight linear takes f16 x and an f32 weight, got {} and {}", x.str(), w.str());
-  // A leaf (a weight) keeps its f16 copy between steps (ops::cast_cached; GpuAdamW rewrites it).
-  auto half = [](const Tensor& t) { return t.is_leaf() ? ops::cast_cached(t, DType::f16) : ops::cast(t, DType::f16); };
-  const Tensor w16 = half(w);  // (out, in)
-  // An f32 (master) bias runs as its f16 copy and gets an f32 gradient straight from the column sum.
+              "[{}] a master-weight linear takes f16 x and an f32 weight, got {} and {}", op, x.str(), w.str());
+}
+
+// A master-weight linear's gradients from g (..., out): dx (f16), dw (out, in) in f32, and db, in f32 for an f32
+// bias; dw and db in one GEMM where the backend sums the bias gradient into it.
+std::vector<Tensor> master_grads(const Tensor& g, const Tensor& x, const Tensor& w16, const Tensor& b, bool gx,
+                                 bool gw, bool gb) {
+  Tensor dx, dw, db;
+  if (gx) dx = ops::matmul(g, w16, false, false);  // (..., out) @ (out, in) -> (..., in), f16
   const bool b32 = b.defined() && b.dtype() == DType::f32;
-  const Tensor b16 = b32 ? half(b) : b;
+  if (gw && gb && b32) {
+    ops::LinearWeightGrads d = ops::linear_weight_grads(rows(g), rows(x));
+    return {dx, d.dw, d.db};
+  }
+  if (gw) dw = ops::matmul_f32(rows(g), rows(x), true, false);  // (out, in), f32
+  if (gb) db = b32 ? ops::sum_f32(rows(g), 0) : ops::sum_to(g, b.shape());  // (out)
+  return {dx, dw, db};
+}
+
+}  // namespace
+
+Tensor linear_master(const Tensor& x, const Tensor& w, const Tensor& b) {
+  check_master("linear", x, w);
+  const Tensor w16 = half(w);  // (out, in)
   const bool gx = x.requires_grad(), gw = w.requires_grad(), gb = b.defined() && b.requires_grad();
   // The bias in the GEMM's epilogue where the GPU has one (ops::linear), else a separate add.
-  return record("linear_master", ops::linear(x, w16, b16), {x, w, b}, [x, w16, b, b32, gx, gw, gb](const Tensor& g) {
-    Tensor dx, dw, db;
-    if (gx) dx = ops::matmul(g, w16, false, false);  // (..., out) @ (out, in) -> (..., in), f16
-    const Tensor g2 = ops::reshape(g, {-1, g.size(-1)});  // (R, out) over the flattened rows
-    if (gw && gb && b32) {  // one GEMM for both where the backend sums the bias gradient into it
-      ops::LinearWeightGrads d = ops::linear_weight_grads(g2, ops::reshape(x, {-1, x.size(-1)}));
-      return std::vector<Tensor>{dx, d.dw, d.db};
-    }
-    if (gw) dw = ops::matmul_f32(g2, ops::reshape(x, {-1, x.size(-1)}), true, false);  // (out, in), f32
-    if (gb) db = b32 ? ops::sum_f32(g2, 0) : ops::sum_to(g, b.shape());  // (out)
-    return std::vector<Tensor>{dx, dw, db};
+  return record("linear_master", ops::linear(x, w16, half_bias(b)), {x, w, b}, [x, w16, b, gx, gw, gb](const Tensor& g) {
+    return master_grads(g, x, w16, b, gx, gw, gb);
   });
+}
+
+Tensor linear_master_residual(const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& r) {
+  check_master("linear", x, w);
+  const Tensor w16 = half(w);  // (out, in)
+  const bool gx = x.requires_grad(), gw = w.requires_grad(), gb = b.defined() && b.requires_grad();
+  return record("linear_master_residual", ops::linear_residual(x, w16, half_bias(b), r), {x, w, b, r},
+                [x, w16, b, gx, gw, gb](const Tensor& g) {
+                  std::vector<Tensor> d = master_grads(g, x, w16, b, gx, gw, gb);
+                  d.push_back(g);  // the residual's gradient passes through, as add's does
+                  return d;
+                });
 }
 
 }  // namespace alpha::ag

@@ -53,6 +53,9 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b);
 // and an f32 b; w's gradient comes back in f32 straight from the GEMM (ops::matmul_f32) and an f32 b's from the
 // column sum (ops::sum_f32), never rounded to f16 and cast back.
 Tensor linear_master(const Tensor& x, const Tensor& w, const Tensor& b);
+// r + linear_master(x, w, b) in one node: the residual stream's add in the GEMM's epilogue where the backend has one
+// (ops::linear_residual), else a separate add; the same values either way. r (..., out) f16.
+Tensor linear_master_residual(const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& r);
 
 // ---- NN ops, one file each in autograd/ ----
 Tensor embedding(const Tensor& weight, const Tensor& idx);                   // (V,C), i32 (...) -> (..., C)

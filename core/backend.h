@@ -54,6 +54,7 @@ class Backend {
   virtual Tensor gelu_backward(const Tensor&, const Tensor&) { return {}; }
   virtual Tensor linear(const Tensor&, const Tensor&, const Tensor&) { return {}; }  // 2-D x (rows, in), bias fused
   virtual ops::LinearWeightGrads linear_weight_grads(const Tensor&, const Tensor&) { return {}; }  // 2-D g, x
+  virtual Tensor linear_residual(const Tensor&, const Tensor&, const Tensor&, const Tensor&) { return {}; }  // 2-D x, r
   virtual ops::RMSNormOut rmsnorm(const Tensor&, const Tensor&, double) { return {}; }
   virtual ops::RMSNormGrads rmsnorm_backward(const Tensor&, const Tensor&, const Tensor&, const Tensor&) { return {}; }
   virtual Tensor rope(const Tensor&, const Tensor&, const Tensor&, int64_t /*pos0*/, bool /*inverse*/,

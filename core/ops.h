@@ -97,6 +97,9 @@ struct LinearWeightGrads {
   Tensor dw, db;
 };
 LinearWeightGrads linear_weight_grads(const Tensor& g, const Tensor& x);
+// r + (x @ w^T + b): a linear layer's output added to the residual stream r (..., out), in the GEMM's epilogue where
+// the backend has one (vk: the f16 coopmat tiles), else linear then add, with the same roundings.
+Tensor linear_residual(const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& r);
 
 // ---- Llama-style ops (core/ops_llama.cpp; kernels core/cpu/{rmsnorm,rope,swiglu}.cpp, vk/ alike) ----
 // RMSNorm over the last dim: y = x * rstd * w, rstd = 1 / sqrt(mean(x^2) + eps); w (C) or undefined.

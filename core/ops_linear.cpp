@@ -93,4 +93,25 @@ LinearWeightGrads linear_weight_grads(const Tensor& g, const Tensor& x) {
   return {matmul_f32(g, x, true, false), sum_f32(g, 0)};  // (out, in), (out)
 }
 
+Tensor linear_residual(const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& r) {
+  check_linear("linear_residual", x, w, b);
+  check_float16(r, "linear_residual", "r");
+  check_mixable(x, r, "linear_residual");
+  ALPHA_CHECK(r.shape() == with_last(x, w.size(0)), ShapeError,
+              "[linear_residual] residual {} is not the shape of x {} @ weight {}^T", r.str(), x.str(), w.str());
+  const int64_t R = x.numel() / x.size(-1), work = 2 * R * w.size(0) * w.size(1);
+  if (Backend* be = fused_backend(work)) {
+    if (Tensor y = be->linear_residual(rows(x), w, b, rows(r)); y.defined()) {
+      ++dispatch_stats().gpu_ops;
+      // The oracle rounds the product (+ bias) as the kernel does, then adds and rounds.
+      check_fused("linear_residual", y, [&] {
+        const Tensor a = cpu_linear(x, w, b);
+        return cpu::binary(cpu::BinaryOp::add, up(rows(r)), r.dtype() == DType::f16 ? up(down(a)) : a);
+      }, {x, w, b, r});
+      return y.view(r.shape());
+    }
+  }
+  return add(r, linear(x, w, b));
+}
+
 }  // namespace alpha::ops

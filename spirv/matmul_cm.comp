@@ -15,6 +15,9 @@
 // checks), the tile (SG_M, SG_N, FM, FN), BK, STAGES, PREFETCH and FRAG_PIPE. vk/matmul.cpp's tile table mirrors
 // the tile variants.
 // EPI_BIAS (with OUT_F16, one K slice): adds bias[col] (f16, binding 3) in f32 before the f16 rounding.
+// EPI_RESID (staged f16 outputs, one K slice; vk::VulkanBackend::linear_residual): C = resid + the rounded product
+// (+ bias), resid (binding RESID_BINDING, C's shape) added in f32 and rounded as binary.comp's f16 add: the residual
+// stream's add without its own pass.
 // ROWSUM (f32 out, VEC8, TRANS_A: the weight gradient dW = dy^T x): the workgroups of the first column tile also sum
 // A's rows over their K slice (the bias gradient, dy's column sums) from the staged 8-half pieces, f32 partials per
 // K slice (binding 3; each invocation adds its pieces in K order, then a fixed tree). Split K: each slice's partials
@@ -112,6 +115,16 @@
 #define STAGED_OUT 0
 #define CS_SHARED (SG_M * SG_N * 1024)
 #endif
+#ifdef EPI_RESID
+#if !defined(OUT_F16) || !STAGED_OUT || defined(ROWSUM)
+#error "the residual epilogue needs f16 outputs staged in 16-byte pieces"
+#endif
+#ifdef EPI_BIAS
+#define RESID_BINDING 4
+#else
+#define RESID_BINDING 3
+#endif
+#endif
 #ifdef ROWSUM
 #if defined(OUT_F16) || !defined(VEC8) || defined(EPI_BIAS)
 #error "the row sums come with f32 outputs of the 16-byte-load tiles"
@@ -152,6 +165,18 @@ layout(std430, binding = 2) writeonly buffer C { OUT_T c[]; };
 #endif
 #ifdef EPI_BIAS
 layout(std430, binding = 3) readonly buffer Bias { float16_t bias[]; };
+#endif
+#ifdef EPI_RESID
+layout(std430, binding = RESID_BINDING) readonly buffer Resid { uvec4 resid4[]; };  // in the pieces of C
+// 8 halves of the rounded product plus 8 of the residual: each pair added in f32, rounded once (binary.comp).
+uvec4 add8(uvec4 resid, uvec4 v) {
+  uvec4 r;
+  [[unroll]] for (uint h = 0; h < 4; ++h) {
+    const f16vec2 a = unpackFloat2x16(resid[h]), b = unpackFloat2x16(v[h]);
+    r[h] = packFloat2x16(f16vec2(float16_t(float(a.x) + float(b.x)), float16_t(float(a.y) + float(b.y))));
+  }
+  return r;
+}
 #endif
 #ifdef ROWSUM
 layout(std430, binding = 3) writeonly buffer RowSum { float rowsum[]; };
@@ -417,6 +442,15 @@ void main() {
   barrier();
   const uint ebase = sg * 16 * RS4;  // this subgroup's region of As, in uvec4
   [[unroll]] for (uint i = 0; i < FM; ++i) {
+    const uint r0 = m0 + wm + 16 * i, c0 = n0 + wn;
+#ifdef EPI_RESID
+    // The residual's pieces of this fragment row are loaded first: their latency hides behind the fragment stores.
+    uvec4 res[16 * ROW4 / 32];
+    [[unroll]] for (uint q = 0; q < 16 * ROW4 / 32; ++q) {
+      const uint e = lane + 32 * q, row = r0 + e / ROW4, col = c0 + (e % ROW4) * EPV;
+      res[q] = row < p.M && col < p.N ? resid4[(cbase + row * p.N + col) / EPV] : uvec4(0);
+    }
+#endif
     [[unroll]] for (uint j = 0; j < FN; ++j) {
 #ifdef EPI_BIAS
       acc[i][j] = coopMatMulAddNV(fident, fbias[j], acc[i][j]);
@@ -430,11 +464,15 @@ void main() {
     // Hazard: every lane's part of the fragment row is in shared memory before lanes read across it.
     subgroupMemoryBarrierShared();
     subgroupBarrier();
-    const uint r0 = m0 + wm + 16 * i, c0 = n0 + wn;
     [[unroll]] for (uint q = 0; q < 16 * ROW4 / 32; ++q) {
       const uint e = lane + 32 * q;  // consecutive lanes take consecutive pieces of a row
       const uint row = r0 + e / ROW4, col = c0 + (e % ROW4) * EPV;  // N % 8 == 0: a piece is all in or all out
+#ifdef EPI_RESID
+      if (row < p.M && col < p.N)
+        c4[(cbase + row * p.N + col) / EPV] = add8(res[q], As[ebase + (e / ROW4) * RS4 + e % ROW4]);
+#else
       if (row < p.M && col < p.N) c4[(cbase + row * p.N + col) / EPV] = As[ebase + (e / ROW4) * RS4 + e % ROW4];
+#endif
     }
     // Hazard: the reads finish before the next fragment row overwrites this subgroup's region.
     subgroupBarrier();

@@ -1,7 +1,8 @@
 // The linear layer with its bias in the epilogue of the f16 coopmat GEMM tiles (core/ops_linear.cpp,
 // spirv/matmul_cm.comp EPI_BIAS) against the CPU, and linear_master's bias gradient. Devices without NV cooperative
 // matrices (lavapipe) run matmul then add; on the GPU machine the bias kernels must have run (kernel counts). The
-// weight and bias gradients in one GEMM (ops::linear_weight_grads, spirv/matmul_cm.comp ROWSUM) likewise.
+// weight and bias gradients in one GEMM (ops::linear_weight_grads, spirv/matmul_cm.comp ROWSUM) and the residual add in
+// the epilogue (ops::linear_residual, EPI_RESID) likewise.
 #include <doctest/doctest.h>
 
 #include <map>
@@ -166,6 +167,69 @@ TEST_CASE("vk linear_weight_grads: dw bitwise as matmul_f32, db as the CPU's col
     }
   }
   CHECK_THROWS_AS(ops::linear_weight_grads(f16(randn({8, 4}, 750)), f16(randn({16, 4}, 751))), ShapeError);
+  expect_clean();
+}
+
+TEST_CASE("vk linear_residual: the residual add in the GEMM epilogue, bitwise as linear then add") {
+  GpuScope g;
+  REQUIRE(kKernelCounts);
+  const bool cm = gpu().runtime().device().features().nv_coopmat_f16;
+  const auto count = [&] {  // dispatches of the residual epilogue kernels so far
+    int64_t n = 0;
+    for (const auto& [name, c] : gpu().runtime().kernel_counts())
+      if (name.size() > 6 && name.compare(name.size() - 6, 6, "_resid") == 0) n += c;
+    return n;
+  };
+  struct Shape3 { int64_t rows, in, out; };
+  const auto check = [&](const Shape3 s, bool bias, bool fused, const std::string& at) {
+    INFO(at);
+    const Tensor x = f16(randn({2, s.rows / 2, s.in}, 770 + s.out)), w = f16(randn({s.out, s.in}, 771, 0.3));
+    const Tensor b = bias ? f16(randn({s.out}, 772)) : Tensor(), r = f16(randn({2, s.rows / 2, s.out}, 773, 4.0));
+    const int64_t k0 = count();
+    const Tensor y = ops::linear_residual(x, w, b, r);
+    CHECK(count() - k0 == (fused ? 1 : 0));
+    CHECK(y.shape() == r.shape());
+    expect_close(y, ops::add(r, ops::linear(x, w, b)), 0, 0, "bitwise as linear, add");
+    expect_close(y, on_cpu([&] { return ops::linear_residual(x, w, b, r); }), 2e-3, 8e-3, "vs CPU");
+  };
+  for (const Shape3 s : {Shape3{200, 64, 72}, Shape3{136, 40, 200}, Shape3{512, 128, 256}})
+    for (const bool bias : {true, false})
+      check(s, bias, cm, fmt::format("rows {} in {} out {} bias {}", s.rows, s.in, s.out, bias));
+  check(Shape3{64, 20, 36}, true, false, "out 36: not a multiple of 8, linear then add");
+  for (const vk::CmTile& t : vk::cm_tiles()) {  // every tile with the variants, forced
+    if (!cm || !vk::has_bias_variants(t.name)) continue;
+    struct Tile {
+      ~Tile() { gpu().set_cm_tile(""); }
+    } reset;
+    gpu().set_cm_tile(t.name);
+    check(Shape3{136, 72, 200}, true, true, fmt::format("tile {}", t.name));
+  }
+  const Tensor x = f16(randn({4, 8}, 774)), w = f16(randn({16, 8}, 775));
+  CHECK_THROWS_AS(ops::linear_residual(x, w, Tensor(), f16(randn({4, 8}, 776))), ShapeError);  // r (4, 16)
+  expect_clean();
+}
+
+TEST_CASE("linear_master_residual: y and the four gradients as linear_master then add (CPU and GPU bitwise)") {
+  GpuScope g;
+  const Tensor gy = f16(randn({3, 40, 72}, 782));
+  const auto run = [&](bool fused) {
+    Tensor x = f16(randn({3, 40, 48}, 780)), w = randn({72, 48}, 781, 0.3), b = randn({72}, 783);
+    Tensor r = f16(randn({3, 40, 72}, 784));
+    for (Tensor* t : {&x, &w, &b, &r}) t->set_requires_grad(true);
+    const Tensor y = fused ? ag::linear_master_residual(x, w, b, r) : ag::add(r, ag::linear_master(x, w, b));
+    ag::backward(ag::sum_all(ag::mul(y, gy)));
+    return std::vector<Tensor>{y, x.grad(), w.grad(), b.grad(), r.grad()};
+  };
+  const char* names[] = {"y", "dx", "dw", "db", "dr"};
+  const auto cref = on_cpu([&] { return run(false); }), cgot = on_cpu([&] { return run(true); });
+  const auto gref = run(false), got = run(true);
+  for (size_t i = 0; i < cref.size(); ++i) {
+    expect_close(cgot[i], cref[i], 0, 0, fmt::format("{} (CPU, bitwise)", names[i]));
+    expect_close(got[i], gref[i], 0, 0, fmt::format("{} (GPU, bitwise)", names[i]));
+    expect_close(got[i], cref[i], 1e-2, 2e-2, fmt::format("{} (GPU vs CPU)", names[i]));
+  }
+  CHECK_THROWS_AS(ag::linear_master_residual(f16(randn({2, 8}, 785)), f16(randn({4, 8}, 786)), Tensor(),
+                                             f16(randn({2, 4}, 787))), DTypeError);  // an f16 weight
   expect_clean();
 }
 

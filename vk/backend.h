@@ -126,6 +126,7 @@ class VulkanBackend : public Backend {
   Tensor matmul_f32out(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b) override;
   Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b) override;  // vk/matmul.cpp: the bias epilogue
   ops::LinearWeightGrads linear_weight_grads(const Tensor& g, const Tensor& x) override;  // vk/matmul.cpp: ROWSUM
+  Tensor linear_residual(const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& r) override;  // EPI_RESID
   Tensor embedding(const Tensor& weight, const Tensor& idx) override;
   Tensor embedding_backward(const Tensor& dout, const Tensor& idx, int64_t vocab) override;
   ops::LayerNormOut layernorm(const Tensor& x, const Tensor& w, const Tensor& b, double eps) override;
@@ -203,6 +204,10 @@ class VulkanBackend : public Backend {
   }
   // in_f16: the input is f16 (the output is always f32).
   Tensor sum_out(const Tensor& x, int64_t dim, bool keepdim, DType out_dtype);
+  // vk/matmul.cpp: the single-slice tiles with epilogue variants, and one such product.
+  const CmTile* epilogue_tile(int64_t M, int64_t N, int64_t K) const;
+  void run_epilogue(const CmTile& ct, const std::string& suffix, int64_t M, int64_t N, int64_t K,
+                    std::span<const Binding> bindings);
   // A matmul dispatch's profile label: "" (its kernel's name) unless profile_shapes_.
   std::string shape_label(const std::string& kernel, int64_t M, int64_t K, int64_t N, bool ta, bool tb,
                           int64_t splits) const;

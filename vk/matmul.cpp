@@ -237,23 +237,59 @@ bool has_bias_variants(const std::string& tile) {
   return false;
 }
 
-// x (M, K) @ w (N, K)^T + b on an f16 coopmat tile whose epilogue adds b (spirv/matmul_cm.comp EPI_BIAS); undefined
-// where the product would take another path (no coopmat, odd sizes, split-K, a forced tile without the variant).
+// The tile of an f16 coopmat product x (M, K) @ w (N, K)^T in one K slice whose variants have the epilogues (EPI_BIAS,
+// EPI_RESID); nullptr where the product would take another path (no coopmat, odd sizes, split-K, a forced tile
+// without the variants).
+const CmTile* VulkanBackend::epilogue_tile(int64_t M, int64_t N, int64_t K) const {
+  if (M == 0 || N == 0 || M % 8 != 0 || N % 8 != 0 || K % 8 != 0) return nullptr;
+  if (matmul_kernel(DType::f16, M, N, K, 1) != "matmul_cm_f16") return nullptr;
+  const CmTile& ct = cm_tile(M, N, K, 1);
+  if (!has_bias_variants(ct.name) || matmul_splits("matmul_cm_f16", M, N, K, 1, ct.bm, ct.bn) != 1) return nullptr;
+  if (cdiv(M, ct.bm) > 65535 || cdiv(N, ct.bn) > 65535) return nullptr;
+  return &ct;
+}
+
+// Records tile ct's variant `suffix` of x (M, K) @ w (N, K)^T, both row-major and contiguous.
+void VulkanBackend::run_epilogue(const CmTile& ct, const std::string& suffix, int64_t M, int64_t N, int64_t K,
+                                 std::span<const Binding> bindings) {
+  const pc::MatmulPC pc{uint32_t(M), uint32_t(N), uint32_t(K), uint32_t(K), uint32_t(K), 0, 0, 1, uint32_t(K)};
+  const std::string k = std::string("matmul_cm_f16_vec8_") + ct.name + suffix;
+  rt_->run(k, {0u, 1u}, bindings, pc, {uint32_t(cdiv(N, ct.bn)), uint32_t(cdiv(M, ct.bm)), 1},
+           2.0 * double(M) * double(N) * double(K), shape_label(k, M, K, N, false, true, 1));
+}
+
+// x (M, K) @ w (N, K)^T + b with b added in the epilogue (spirv/matmul_cm.comp EPI_BIAS).
 Tensor VulkanBackend::linear(const Tensor& x, const Tensor& w, const Tensor& b) {
   if (x.dim() != 2 || w.dim() != 2 || b.dim() != 1 || !f16(x) || !f16(w) || !f16(b)) return {};
   const int64_t M = x.size(0), K = x.size(1), N = w.size(0);
-  if (M == 0 || N == 0 || w.size(1) != K || b.size(0) != N) return {};
-  if (matmul_kernel(DType::f16, M, N, K, 1) != "matmul_cm_f16" || M % 8 != 0 || N % 8 != 0 || K % 8 != 0) return {};
-  const CmTile& ct = cm_tile(M, N, K, 1);
-  if (!has_bias_variants(ct.name) || matmul_splits("matmul_cm_f16", M, N, K, 1, ct.bm, ct.bn) != 1) return {};
-  if (cdiv(M, ct.bm) > 65535 || cdiv(N, ct.bn) > 65535) return {};
-  const auto bufx = rt_->input(x), bufw = rt_->input(w), bufb = rt_->input(b);
+  if (w.size(1) != K || b.size(0) != N) return {};
+  const CmTile* ct = epilogue_tile(M, N, K);
+  if (!ct) return {};
   Tensor out = rt_->output({M, N}, DType::f16);
-  const pc::MatmulPC pc{uint32_t(M), uint32_t(N), uint32_t(K), uint32_t(K), uint32_t(K), 0, 0, 1, uint32_t(K)};
-  const std::string k = std::string("matmul_cm_f16_vec8_") + ct.name + "_bias";
-  rt_->run(k, {0u, 1u}, {{bufx, false}, {bufw, false}, {Runtime::buffer_of(out), true}, {bufb, false}}, pc,
-           {uint32_t(cdiv(N, ct.bn)), uint32_t(cdiv(M, ct.bm)), 1}, 2.0 * double(M) * double(N) * double(K),
-           shape_label(k, M, K, N, false, true, 1));
+  const Binding bs[] = {{rt_->input(x), false}, {rt_->input(w), false}, {Runtime::buffer_of(out), true},
+                        {rt_->input(b), false}};
+  run_epilogue(*ct, "_bias", M, N, K, bs);
+  return out;
+}
+
+// r (M, N) + x (M, K) @ w (N, K)^T (+ b), r added in the epilogue (EPI_RESID).
+Tensor VulkanBackend::linear_residual(const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& r) {
+  if (x.dim() != 2 || w.dim() != 2 || r.dim() != 2 || !f16(x) || !f16(w) || !f16(r)) return {};
+  if (b.defined() && (b.dim() != 1 || !f16(b))) return {};
+  const int64_t M = x.size(0), K = x.size(1), N = w.size(0);
+  if (w.size(1) != K || r.size(0) != M || r.size(1) != N || (b.defined() && b.size(0) != N)) return {};
+  const CmTile* ct = epilogue_tile(M, N, K);
+  if (!ct) return {};
+  Tensor out = rt_->output({M, N}, DType::f16);
+  const Binding bx{rt_->input(x), false}, bw{rt_->input(w), false}, bo{Runtime::buffer_of(out), true};
+  const Binding br{rt_->input(r), false};
+  if (b.defined()) {
+    const Binding bs[] = {bx, bw, bo, {rt_->input(b), false}, br};
+    run_epilogue(*ct, "_bias_resid", M, N, K, bs);
+  } else {
+    const Binding bs[] = {bx, bw, bo, br};
+    run_epilogue(*ct, "_resid", M, N, K, bs);
+  }
   return out;
 }
 

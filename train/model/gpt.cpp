@@ -115,13 +115,24 @@ Tensor GPT::block_forward(const Block& b, const Tensor& x, bool training, Rng& r
     y = ag::reshape(ag::contiguous(ag::transpose(y, 1, 2)), {B, T, C});  // (B, T, C)
   }
   observe(l, "attn.y", y);
-  Tensor a = observe(l, "attn.out", linear16(y, b.proj_w, b.proj_b));
-  Tensor x1 = observe(l, "resid_mid", ag::add(x, ag::dropout(a, p, rng, training)));
+  Tensor x1 = residual(l, "attn.out", x, y, b.proj_w, b.proj_b, training, rng);
+  observe(l, "resid_mid", x1);
   // MLP: (B, T, C) -> (B, T, 4C) -> (B, T, C)
   Tensor h2 = observe(l, "ln_2", ag::layernorm(x1, b.ln2_w, b.ln2_b));
   Tensor m = observe(l, "mlp.act", ag::gelu(linear16(h2, b.fc_w, b.fc_b)));
-  Tensor out = observe(l, "mlp.out", linear16(m, b.fc2_w, b.fc2_b));
-  return observe(l, "resid", ag::add(x1, ag::dropout(out, p, rng, training)));
+  return observe(l, "resid", residual(l, "mlp.out", x1, m, b.fc2_w, b.fc2_b, training, rng));
+}
+
+// r + dropout(linear16(x, w, b)), with the linear's output observed as "h.<layer>.<what>". Without dropout (or an
+// observer, which needs that output) one node: the add rides in the GEMM's epilogue (ag::linear_master_residual).
+Tensor GPT::residual(int64_t layer, const char* what, const Tensor& r, const Tensor& x, const Tensor& w,
+                     const Tensor& b, bool training, Rng& rng) const {
+  const double p = cfg_.dropout;
+  if (!observer_ && (p == 0.0 || !training) && x.dtype() == DType::f16 && w.dtype() == DType::f32 &&
+      r.dtype() == DType::f16)
+    return ag::linear_master_residual(x, w, b, r);
+  const Tensor a = observe(layer, what, linear16(x, w, b));
+  return ag::add(r, ag::dropout(a, p, rng, training));
 }
 
 Tensor GPT::forward(const Tensor& idx, bool training, Rng& rng) const {
