@@ -252,16 +252,14 @@ nlohmann::json bench_train_step(const GpuBenchOptions& o, DeviceScope& scope, vk
   const bool profiled = be.runtime().queue().profiling();
   be.set_profiling(false);
   std::vector<double> fb, op, total;
-  // split: a sync after the backward to time its two halves; the trainer has none there (a drained queue idles the
-  // GPU while the optimizer is recorded), so step_ms comes from other steps with the one host read only.
-  const auto run_step = [&](bool split) {
+  for (int s = 0; s < o.warmup + o.steps; ++s) {
     const auto t0 = std::chrono::steady_clock::now();
     for (int micro = 0; micro < o.grad_accum; ++micro) {
       Tensor loss = model.loss(idx, tgt, true, rng);
       if (gopt) gopt->add_loss(loss, micro == 0);
       ag::backward(loss, loss_scale / o.grad_accum);
     }
-    if (split) scope.sync();
+    scope.sync();
     const auto t1 = std::chrono::steady_clock::now();
     if (gopt) {
       gopt->clip_and_step(1e-4, 1.0, 1.0 / loss_scale);
@@ -273,17 +271,11 @@ nlohmann::json bench_train_step(const GpuBenchOptions& o, DeviceScope& scope, vk
     opt->zero_grad();
     scope.sync();
     const auto t2 = std::chrono::steady_clock::now();
-    const auto ms = [](auto a, auto b) { return std::chrono::duration<double, std::milli>(b - a).count(); };
-    if (split) {
-      fb.push_back(ms(t0, t1));
-      op.push_back(ms(t1, t2));
-    } else {
-      total.push_back(ms(t0, t2));
-    }
-  };
-  for (int s = 0; s < o.warmup; ++s) run_step(false);
-  for (int s = 0; s < o.steps; ++s) run_step(false);
-  for (int s = 0; s < o.steps; ++s) run_step(true);
+    if (s < o.warmup) continue;
+    fb.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+    op.push_back(std::chrono::duration<double, std::milli>(t2 - t1).count());
+    total.push_back(std::chrono::duration<double, std::milli>(t2 - t0).count());
+  }
   be.set_profiling(profiled);
   const double ms = median(total), tokens = double(BT) * o.grad_accum;
   nlohmann::json step = {{"steps", o.steps},         {"grad_accum", o.grad_accum},
