@@ -5,14 +5,8 @@
 // Veltkamp/Dekker splitting (plain `precise` mul/add), a fused multiply-add built on it, and division and sqrt
 // corrected with an exact residual (Markstein). The update then matches the CPU's bits except in rare
 // double-rounding cases.
-// FUSED_FMA (the "_fma" variants, run where vk's probe found this device's fma() fused, spirv/fma_probe.comp): both
-// straight from fma(), ~110 fewer float operations per AdamW element (GPT-2's update 1.34 -> 1.09 ms on an H200).
 vec2 two_prod(float a, float b) {  // a*b == hi + lo exactly (no overflow for |a|, |b| < 2^100)
   precise float p = a * b;
-#ifdef FUSED_FMA
-  precise float e0 = fma(a, b, -p);
-  return vec2(p, e0);
-#endif
   precise float ca = 4097.0 * a;
   precise float ah = ca - (ca - a);
   precise float al = a - ah;
@@ -23,10 +17,6 @@ vec2 two_prod(float a, float b) {  // a*b == hi + lo exactly (no overflow for |a
   return vec2(p, e);
 }
 float fma_rn(float a, float b, float c) {
-#ifdef FUSED_FMA
-  precise float f = fma(a, b, c);
-  return f;
-#endif
   const vec2 pr = two_prod(a, b);
   precise float s = pr.x + c;
   precise float bb = s - pr.x;

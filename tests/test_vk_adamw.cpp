@@ -34,8 +34,6 @@ using namespace alpha::test;
 namespace {
 
 const bool kKernelCounts = setenv("ALPHA_VK_STATS", "1", 0) == 0;  // before the backend is built
-// An AdamW kernel's name as GpuAdamW runs it: the FUSED_FMA variant where the device's fma() is fused.
-std::string adamw_kernel(const char* name) { return std::string(name) + (vktest::gpu().fused_fma() ? "_fma" : ""); }
 
 // Awkward sizes: 1-D params (no weight decay) and 2-D ones (decay), none a multiple of the workgroup size.
 const std::vector<Shape> kShapes = {{1}, {17}, {3, 43}, {10, 100}, {1, 1}, {129}};
@@ -197,15 +195,14 @@ TEST_CASE("gpu adamw: the update rewrites a weight's cached f16 copy, which then
   for (int step = 0; step < 3; ++step) {
     CAPTURE(step);
     for (size_t i = 0; i < ps.size(); ++i) ps[i].set_grad(vktest::randn(ps[i].shape(), 40 + 10 * step + i));
-    const int64_t h16_before =
-        vktest::kernel_runs(adamw_kernel("adamw_f32_vec4_h16")) + vktest::kernel_runs(adamw_kernel("adamw_f32_h16"));
-    const int64_t multi_before = vktest::kernel_runs(adamw_kernel("adamw_f32_vec4_multi"));
+    const int64_t h16_before = vktest::kernel_runs("adamw_f32_vec4_h16") + vktest::kernel_runs("adamw_f32_h16");
+    const int64_t multi_before = vktest::kernel_runs("adamw_f32_vec4_multi");
     gpu.clip_and_step(1e-2, 1.0);
     vktest::gpu().sync();
     // The sizes that divide by 4 ({10, 100}) update in the multi-param kernel, the others one by one.
-    CHECK(vktest::kernel_runs(adamw_kernel("adamw_f32_vec4_h16")) + vktest::kernel_runs(adamw_kernel("adamw_f32_h16")) ==
+    CHECK(vktest::kernel_runs("adamw_f32_vec4_h16") + vktest::kernel_runs("adamw_f32_h16") ==
           h16_before + static_cast<int64_t>(ps.size()) - 2);
-    CHECK(vktest::kernel_runs(adamw_kernel("adamw_f32_vec4_multi")) == multi_before + 1);
+    CHECK(vktest::kernel_runs("adamw_f32_vec4_multi") == multi_before + 1);
     const int64_t casts = vktest::kernel_runs("cast_f32_f16") + vktest::kernel_runs("cast_f32_f16_vec4");
     for (size_t i = 1; i < ps.size(); ++i) {
       CAPTURE(i);
@@ -251,12 +248,12 @@ TEST_CASE("gpu adamw: params in groups of 6 per dispatch update as one by one: C
       pc[i].set_grad(g);
       pg[i].set_grad(g.clone());
     }
-    const int64_t before = vktest::kernel_runs(adamw_kernel("adamw_f32_vec4_multi"));
+    const int64_t before = vktest::kernel_runs("adamw_f32_vec4_multi");
     clip_grad_norm(pc, 0.0);
     cpu.step(1e-2);
     gpu.clip_and_step(1e-2, 0.0);
     (void)gpu.read_stats();
-    CHECK(vktest::kernel_runs(adamw_kernel("adamw_f32_vec4_multi")) == before + 3);
+    CHECK(vktest::kernel_runs("adamw_f32_vec4_multi") == before + 3);
     for (size_t i = 0; i < pc.size(); ++i) {
       CAPTURE(i);
       identical += same_bytes(pg[i], pc[i]) + same_bytes(gpu.exp_avg()[i], cpu.exp_avg()[i]) +

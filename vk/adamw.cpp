@@ -6,14 +6,11 @@
 
 #include <algorithm>
 #include <array>
-#include <cmath>
-#include <cstring>
 #include <span>
 #include <vector>
 
 #include <fmt/format.h>
 
-#include "core/rng.h"
 #include "spirv/push_constants.h"
 
 namespace alpha::vk {
@@ -23,48 +20,10 @@ constexpr uint32_t kWG = 256;
 constexpr uint64_t kNormChunk = uint64_t{kWG} * ADAMW_NORM_ITEMS;  // grad elements per partial sum
 
 uint64_t norm_parts(int64_t n) { return (static_cast<uint64_t>(n) + kNormChunk - 1) / kNormChunk; }
-
-// Triples whose fused and unfused results differ (a*b's rounding decides them), then random ones over 2^+-20 with
-// c near -a*b, where std::fma's rounding is the CPU's; the probe must match every one bit for bit.
-std::vector<float> fma_probe_inputs() {
-  std::vector<float> abc;
-  const float e = std::ldexp(1.0f, -12);
-  for (const float s : {1.0f, -1.0f, 3.0f, 0.75f}) {
-    abc.insert(abc.end(), {s * (1 + e), 1 + e, -s * (1 + 2 * e)});        // fused: s 2^-24, unfused: 0
-    abc.insert(abc.end(), {s * (1 + e), 1 - e, -s});                      // fused: -s 2^-24
-  }
-  Rng rng(20261127);
-  for (int i = 0; i < 240; ++i) {
-    const float a = static_cast<float>(std::ldexp(rng.uniform() + 0.5, int(rng.next_u32() % 41) - 20));
-    const float b = static_cast<float>(std::ldexp(rng.uniform() + 0.5, int(rng.next_u32() % 41) - 20));
-    const float c = -static_cast<float>(double(a) * double(b) * (1 + (rng.uniform() - 0.5) * 1e-6));
-    abc.insert(abc.end(), {a, b, c});
-  }
-  return abc;
-}
 }  // namespace
 
-bool VulkanBackend::fused_fma() const {
-  if (fused_fma_ >= 0) return fused_fma_ == 1;
-  const std::vector<float> abc = fma_probe_inputs();
-  const uint32_t n = uint32_t(abc.size() / 3);
-  const auto in = rt_->upload_new(abc.data(), abc.size() * 4);
-  const auto out = rt_->scratch(uint64_t(n) * 4);
-  const struct { uint32_t n; } push{n};
-  rt_->run("fma_probe", {64}, {{in, false}, {out, true}}, push, Runtime::grid_for(n, 64), 0.0);
-  std::vector<float> got(n);
-  rt_->queue().download(out, got.data(), got.size() * 4);
-  bool fused = true;
-  for (uint32_t i = 0; i < n && fused; ++i) {
-    const float want = std::fma(abc[3 * i], abc[3 * i + 1], abc[3 * i + 2]);
-    fused = std::memcmp(&want, &got[i], 4) == 0;
-  }
-  fused_fma_ = fused ? 1 : 0;
-  return fused;
-}
-
 GpuAdamW::GpuAdamW(VulkanBackend& backend, std::vector<Tensor> params, AdamWOptions opt)
-    : AdamW(std::move(params), opt), rt_(backend.runtime()), fma_(backend.fused_fma() ? "_fma" : "") {
+    : AdamW(std::move(params), opt), rt_(backend.runtime()) {
   for (size_t i = 0; i < this->params().size(); ++i) {
     const Tensor& p = this->params()[i];
     ALPHA_CHECK(rt_.accepts(p), ValueError,
@@ -147,7 +106,7 @@ void GpuAdamW::clip_and_step(double lr, double max_norm, double inv_scale) {
       work += 2.0 * double(g.numel());
     }
     static_assert(ADAMW_NORM_GRADS == 8, "the binding list below names 8 grads");
-    rt_.run("adamw_norm_partial_f32" + fma_, {kWG},
+    rt_.run("adamw_norm_partial_f32", {kWG},
             {{gb[0], false}, {gb[1], false}, {gb[2], false}, {gb[3], false}, {gb[4], false}, {gb[5], false},
              {gb[6], false}, {gb[7], false}, {partials_, true, /*disjoint=*/true}},
             npc, Runtime::grid(groups), work);
@@ -155,7 +114,7 @@ void GpuAdamW::clip_and_step(double lr, double max_norm, double inv_scale) {
   }
   const auto bs = rt_.input(stats_);
   const pc::AdamWFinalPC fpc{uint32_t(parts), static_cast<float>(std::max(max_norm, 0.0)), inv, loss_added_ ? 1u : 0u};
-  rt_.run("adamw_norm_final_f32" + fma_, {kWG}, {{partials_, false}, {bs, true}}, fpc, {1, 1, 1}, 2.0 * double(parts));
+  rt_.run("adamw_norm_final_f32", {kWG}, {{partials_, false}, {bs, true}}, fpc, {1, 1, 1}, 2.0 * double(parts));
   stats_.storage()->mark_device_written();
   loss_added_ = false;
 
@@ -220,7 +179,7 @@ void GpuAdamW::update_params(const std::vector<size_t>& which, const std::vector
     std::vector<Binding> b{{rt_.input(p), true}, {rt_.input(grads[i]), false}, {rt_.input(ms[i]), true},
                            {rt_.input(vs[i]), true}, {bs, false}};
     if (h16) b.push_back({rt_.input(halves[0]), true});
-    const std::string kernel = std::string(vec4 ? "adamw_f32_vec4" : "adamw_f32") + (h16 ? "_h16" : "") + fma_;
+    const std::string kernel = std::string(vec4 ? "adamw_f32_vec4" : "adamw_f32") + (h16 ? "_h16" : "");
     // ALPHA_VK_PROFILE_SHAPES=1: the per-kernel GPU times split the updates by param size.
     rt_.run(kernel, {kWG}, b, pc, Runtime::grid_for(vec4 ? n / 4 : n, kWG), (h16 ? 11.0 : 10.0) * double(n),
             profile_sizes_ ? fmt::format("{}[n={}]", kernel, n) : std::string());
@@ -251,7 +210,7 @@ void GpuAdamW::update_params(const std::vector<size_t>& which, const std::vector
       work += (halves[slot].defined() ? 11.0 : 10.0) * double(n);
     }
     b[5 * ADAMW_MULTI] = {bs, false};
-    rt_.run("adamw_f32_vec4_multi" + fma_, {kWG}, std::span<const Binding>(b), pc, Runtime::grid(groups), work);
+    rt_.run("adamw_f32_vec4_multi", {kWG}, std::span<const Binding>(b), pc, Runtime::grid(groups), work);
   }
   for (size_t k = 0; k < which.size(); ++k) {
     const Tensor& p = ps[which[k]];

@@ -8,7 +8,6 @@
 #include <cmath>
 #include <cstdint>
 #include <memory>
-#include <string>
 #include <vector>
 
 #include "optim/adamw.h"
@@ -58,7 +57,6 @@ class GpuAdamW : public AdamW {
   static Tensor half_copy(const Tensor& p);  // p's current f16 copy (ops::cast_cached), else undefined
 
   Runtime& rt_;
-  std::string fma_;  // "_fma" where the device's fma() is fused (VulkanBackend::fused_fma): the FUSED_FMA kernels
   Tensor stats_;  // f32[4] on the GPU: loss sum, grad norm, grad coefficient, skip flag (adamw.comp)
   std::shared_ptr<GpuBuffer> partials_;  // grad-norm partial sums (float-float pairs)
   uint64_t partials_cap_ = 0;            // pairs partials_ holds

@@ -76,9 +76,6 @@ class VulkanBackend : public Backend {
   // Whether the device's 16 x 16 f32 cooperative-matrix fragments have the layout attention_cmr.comp assumes
   // (probed once with spirv/coopmat_layout.comp; false without NV cooperative matrices).
   bool coopmat_quad_layout() const;
-  // Whether fma() is fused here (spirv/fma_probe.comp against std::fma; vk/adamw.cpp), probed once: GpuAdamW then
-  // runs its FUSED_FMA variants.
-  bool fused_fma() const;
   // The probe's raw output: per lane of 32, the fragment length, then (row, column) of elements 0..7; empty
   // without NV cooperative matrices.
   std::vector<float> coopmat_layout_probe(bool f16 = false) const;  // f16: a 16 x 16 f16 operand's layout
@@ -234,7 +231,6 @@ class VulkanBackend : public Backend {
   std::string attention_mode_ = attention_mode_from_env();
   bool attention_dq_from_ds_ = attention_dq_from_ds_from_env();
   mutable int quad_layout_ = -1;  // coopmat_quad_layout(): -1 not probed yet
-  mutable int fused_fma_ = -1;    // fused_fma(): -1 not probed yet
 };
 
 }  // namespace alpha::vk
