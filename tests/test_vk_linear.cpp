@@ -5,8 +5,10 @@
 // the epilogue (ops::linear_residual, EPI_RESID) likewise.
 #include <doctest/doctest.h>
 
+#include <functional>
 #include <map>
 #include <string>
+#include <utility>
 
 #include "autograd/ops.h"
 #include "autograd/tape.h"
@@ -233,7 +235,7 @@ TEST_CASE("linear_master_residual: y and the four gradients as linear_master the
   expect_clean();
 }
 
-TEST_CASE("ALPHA_VK_CHECK mode covers the fused linear: a wrong GPU result throws naming the op") {
+TEST_CASE("ALPHA_VK_CHECK mode covers the fused linears: a wrong GPU result throws naming the op") {
   GpuScope g;
   set_gpu_check(true);
   struct Off {
@@ -241,15 +243,22 @@ TEST_CASE("ALPHA_VK_CHECK mode covers the fused linear: a wrong GPU result throw
   } off;
   const bool cm = gpu().runtime().device().features().nv_coopmat_f16;
   const Tensor x = f16(randn({2, 68, 64}, 730)), w = f16(randn({72, 64}, 731, 0.3)), b = f16(randn({72}, 732));
-  CHECK_NOTHROW(ops::linear(x, w, b));
-  corrupt_next_gpu_result();  // the fused kernel's output on coopmat devices, else the matmul before the add
-  try {
-    ops::linear(x, w, b);
-    FAIL("the corrupted result was not reported");
-  } catch (const GpuCheckError& e) {
-    const std::string m = e.what();
-    INFO(m);
-    CHECK(m.find(cm ? "[linear]" : "[matmul]") != std::string::npos);
+  const Tensor r = f16(randn({2, 68, 72}, 733));
+  const std::pair<const char*, std::function<Tensor()>> ops_[] = {
+      {"[linear]", [&] { return ops::linear(x, w, b); }},
+      {"[linear_residual]", [&] { return ops::linear_residual(x, w, b, r); }}};
+  for (const auto& [name, op] : ops_) {
+    CAPTURE(name);
+    CHECK_NOTHROW(op());
+    corrupt_next_gpu_result();  // the fused kernel's output on coopmat devices, else the matmul before the add
+    try {
+      op();
+      FAIL("the corrupted result was not reported");
+    } catch (const GpuCheckError& e) {
+      const std::string m = e.what();
+      INFO(m);
+      CHECK(m.find(cm ? name : "[matmul]") != std::string::npos);
+    }
   }
   expect_clean();
 }
