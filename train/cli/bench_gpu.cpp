@@ -440,11 +440,12 @@ void run_gpu_bench(const GpuBenchOptions& o) {
     if (feat.pipeline_stats) {  // ALPHA_VK_PIPELINE_STATS=1: the driver's register and memory counts per tile
       {  // the bias epilogue's pipeline (ops::linear) at a GPT shape, so it is built
         ops::linear(fill_f16({8192, C}, 5), fill_f16({4 * C, C}, 6), fill_f16({4 * C}, 7));
+        ops::linear_weight_grads(fill_f16({8192, 4 * C}, 8), fill_f16({8192, C}, 9));  // ... and the fc dW's
         be->sync();
       }
       for (const std::span<const vk::CmTile> list : {vk::cm_tiles(), vk::cm_probes()})
         for (const vk::CmTile& t : list)
-        for (const char* suffix : {"", "_f32out", "_bias"}) {
+        for (const char* suffix : {"", "_f32out", "_bias", "_f32out_rowsum"}) {
           const std::string v = std::string("matmul_cm_f16_vec8_") + t.name + suffix;
           if (auto st = be->runtime().pipelines().executable_stats(v); !st.empty()) out["pipeline_stats"][v] = st;
         }
