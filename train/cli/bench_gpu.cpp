@@ -438,9 +438,9 @@ void run_gpu_bench(const GpuBenchOptions& o) {
         out[f16 ? "layout_f16" : "layout_f32"] = lanes;
       }
     if (feat.pipeline_stats) {  // ALPHA_VK_PIPELINE_STATS=1: the driver's register and memory counts per tile
-      {  // the bias epilogue's pipeline (ops::linear) at a GPT shape, so it is built
+      {  // the bias epilogue's and the weight gradient's pipelines at GPT shapes, so they are built
         ops::linear(fill_f16({8192, C}, 5), fill_f16({4 * C, C}, 6), fill_f16({4 * C}, 7));
-        ops::linear_weight_grads(fill_f16({8192, 4 * C}, 8), fill_f16({8192, C}, 9));  // ... and the fc dW's
+        ops::linear_weight_grads(fill_f16({8192, 4 * C}, 8), fill_f16({8192, C}, 9));  // fc dW, split K
         be->sync();
       }
       for (const std::span<const vk::CmTile> list : {vk::cm_tiles(), vk::cm_probes()})
