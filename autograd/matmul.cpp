@@ -51,18 +51,30 @@ void check_master(const char* op, const Tensor& x, const Tensor& w) {
 
 // A master-weight linear's gradients from g (..., out): dx (f16), dw (out, in) in f32, and db, in f32 for an f32
 // bias; dw and db in one GEMM where the backend sums the bias gradient into it.
-std::vector<Tensor> master_grads(const Tensor& g, const Tensor& x, const Tensor& w16, const Tensor& b, bool gx,
-                                 bool gw, bool gb) {
-  Tensor dx, dw, db;
-  if (gx) dx = ops::matmul(g, w16, false, false);  // (..., out) @ (out, in) -> (..., in), f16
+// The weight (and bias) gradients: {dw, db}, either may be undefined.
+std::vector<Tensor> weight_grads(const Tensor& g, const Tensor& x, const Tensor& b, bool gw, bool gb) {
+  Tensor dw, db;
   const bool b32 = b.defined() && b.dtype() == DType::f32;
   if (gw && gb && b32) {
     ops::LinearWeightGrads d = ops::linear_weight_grads(rows(g), rows(x));
-    return {dx, d.dw, d.db};
+    return {d.dw, d.db};
   }
   if (gw) dw = ops::matmul_f32(rows(g), rows(x), true, false);  // (out, in), f32
   if (gb) db = b32 ? ops::sum_f32(rows(g), 0) : ops::sum_to(g, b.shape());  // (out)
-  return {dx, dw, db};
+  return {dw, db};
+}
+
+std::vector<Tensor> master_grads(const Tensor& g, const Tensor& x, const Tensor& w, const Tensor& w16, const Tensor& b,
+                                 bool gx, bool gw, bool gb) {
+  Tensor dx;
+  if (gx) dx = ops::matmul(g, w16, false, false);  // (..., out) @ (out, in) -> (..., in), f16
+  // Weight gradients are off the walk's critical path: deferred, they run side by side after it (tape.h).
+  if (gw && w.is_leaf() && (!gb || b.is_leaf()) && deferring_leaf_grads()) {
+    defer_leaf_grads({w, gb ? b : Tensor()}, [g, x, b, gw, gb] { return weight_grads(g, x, b, gw, gb); });
+    return {dx, Tensor(), Tensor()};
+  }
+  std::vector<Tensor> d = weight_grads(g, x, b, gw, gb);
+  return {dx, d[0], d[1]};
 }
 
 }  // namespace
@@ -72,9 +84,8 @@ Tensor linear_master(const Tensor& x, const Tensor& w, const Tensor& b) {
   const Tensor w16 = half(w);  // (out, in)
   const bool gx = x.requires_grad(), gw = w.requires_grad(), gb = b.defined() && b.requires_grad();
   // The bias in the GEMM's epilogue where the GPU has one (ops::linear), else a separate add.
-  return record("linear_master", ops::linear(x, w16, half_bias(b)), {x, w, b}, [x, w16, b, gx, gw, gb](const Tensor& g) {
-    return master_grads(g, x, w16, b, gx, gw, gb);
-  });
+  return record("linear_master", ops::linear(x, w16, half_bias(b)), {x, w, b},
+                [x, w, w16, b, gx, gw, gb](const Tensor& g) { return master_grads(g, x, w, w16, b, gx, gw, gb); });
 }
 
 Tensor linear_master_residual(const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& r) {
@@ -82,8 +93,8 @@ Tensor linear_master_residual(const Tensor& x, const Tensor& w, const Tensor& b,
   const Tensor w16 = half(w);  // (out, in)
   const bool gx = x.requires_grad(), gw = w.requires_grad(), gb = b.defined() && b.requires_grad();
   return record("linear_master_residual", ops::linear_residual(x, w16, half_bias(b), r), {x, w, b, r},
-                [x, w16, b, gx, gw, gb](const Tensor& g) {
-                  std::vector<Tensor> d = master_grads(g, x, w16, b, gx, gw, gb);
+                [x, w, w16, b, gx, gw, gb](const Tensor& g) {
+                  std::vector<Tensor> d = master_grads(g, x, w, w16, b, gx, gw, gb);
                   d.push_back(g);  // the residual's gradient passes through, as add's does
                   return d;
                 });

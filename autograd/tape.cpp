@@ -1,6 +1,8 @@
 #include "autograd/tape.h"
 
+#include <atomic>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "autograd/check.h"
 #include "core/backend.h"
@@ -20,6 +22,21 @@ struct Node {
 thread_local std::vector<Node> t_tape;
 thread_local bool t_grad_enabled = true;
 
+// Deferred leaf gradients (defer_leaf_grads): jobs in registration order, and every contribution to a leaf that
+// has a job pending, queued in walk order (a job's j-th result, or a gradient the walk computed after it).
+struct Deferred {
+  Tensor leaf;
+  Tensor grad;      // a gradient from the walk, or
+  int64_t job = -1;  // result `out` of jobs[job]
+  size_t out = 0;
+};
+std::atomic<bool> g_defer_enabled{true};
+thread_local bool t_deferring = false;
+thread_local std::vector<std::function<std::vector<Tensor>()>> t_jobs;
+thread_local std::vector<Deferred> t_deferred;
+thread_local std::unordered_set<const void*> t_pending;  // leaves with a job pending
+thread_local int64_t t_jobs_run = 0;
+
 // Only a GPU copy is current (e.g. a small grad computed there).
 bool device_only(const Tensor& t) { return t.storage()->device() != nullptr && !t.storage()->host_valid(); }
 
@@ -38,7 +55,70 @@ void accumulate(Tensor& t, Tensor g) {
   t.set_grad(sum.defined() ? sum : ops::add(cur, g));
 }
 
+// A leaf with a deferred job pending takes later contributions after it, in order.
+void contribute(Tensor& t, Tensor g) {
+  if (t_deferring && t_pending.count(t.impl())) return t_deferred.push_back(Deferred{t, std::move(g)});
+  accumulate(t, std::move(g));
+}
+
+// Runs the deferred jobs back to back (the backend told that they may run side by side), then adds every queued
+// contribution in walk order.
+void run_deferred() {
+  if (t_jobs.empty()) return;
+  std::vector<std::vector<Tensor>> results(t_jobs.size());
+  {
+    Backend* be = active_backend();
+    if (be) be->set_concurrent(true);
+    struct Reset {  // a throwing job still ends the backend's concurrent mode
+      Backend* be;
+      ~Reset() {
+        try {
+          if (be) be->set_concurrent(false);
+        } catch (...) {
+        }
+      }
+    } reset{be};
+    for (size_t j = 0; j < t_jobs.size(); ++j) results[j] = t_jobs[j]();
+    t_jobs_run += static_cast<int64_t>(t_jobs.size());
+    reset.be = nullptr;
+    if (be) be->set_concurrent(false);
+  }
+  for (Deferred& d : t_deferred) {
+    if (d.job >= 0) {
+      const std::vector<Tensor>& r = results[static_cast<size_t>(d.job)];
+      ALPHA_CHECK(d.out < r.size(), Error, "[backward] a deferred job returned {} grads for {} leaves", r.size(),
+                  d.out + 1);
+      d.grad = r[d.out];
+    }
+    if (d.grad.defined()) accumulate(d.leaf, std::move(d.grad));
+  }
+}
+
+void clear_deferred() {
+  t_deferring = false;
+  t_jobs.clear();
+  t_deferred.clear();
+  t_pending.clear();
+}
+
 }  // namespace
+
+bool deferring_leaf_grads() { return t_deferring; }
+
+void defer_leaf_grads(std::vector<Tensor> leaves, std::function<std::vector<Tensor>()> job) {
+  ALPHA_CHECK(t_deferring, Error, "[backward] defer_leaf_grads outside a deferring backward");
+  const auto j = static_cast<int64_t>(t_jobs.size());
+  t_jobs.push_back(std::move(job));
+  for (size_t k = 0; k < leaves.size(); ++k) {
+    if (!leaves[k].defined()) continue;
+    ALPHA_CHECK(leaves[k].is_leaf(), Error, "[backward] only leaf gradients can be deferred");
+    t_pending.insert(leaves[k].impl());
+    t_deferred.push_back(Deferred{leaves[k], Tensor(), j, k});
+  }
+}
+
+void set_defer_leaf_grads(bool on) { g_defer_enabled = on; }
+int64_t deferred_jobs_run() { return t_jobs_run; }
 
 bool grad_enabled() { return t_grad_enabled; }
 NoGrad::NoGrad() : prev_(t_grad_enabled) { t_grad_enabled = false; }
@@ -72,6 +152,12 @@ void backward(const Tensor& loss, double seed_value, const LeafReadyFn& on_leaf_
       for (const Tensor& in : tape[i].inputs)
         if (in.defined() && in.requires_grad() && in.is_leaf()) last_use.try_emplace(in.impl(), i);
   }
+  // Deferred jobs are dropped if a closure throws; the tape is gone either way.
+  struct DeferScope {
+    ~DeferScope() { clear_deferred(); }
+  } defer_scope;
+  clear_deferred();
+  t_deferring = g_defer_enabled && !on_leaf_ready && !detail::hooks_active() && active_backend() != nullptr;
   Tensor seed = Tensor::full(loss.shape(), seed_value, loss.dtype());
   Tensor root = loss;
   accumulate(root, seed);
@@ -86,7 +172,7 @@ void backward(const Tensor& loss, double seed_value, const LeafReadyFn& on_leaf_
       Tensor& in = n.inputs[k];
       if (!in.defined() || !in.requires_grad() || !grads[k].defined()) continue;
       if (detail::hooks_active()) detail::on_backward(n.op, static_cast<int64_t>(i), k, grads[k]);
-      accumulate(in, std::move(grads[k]));
+      contribute(in, std::move(grads[k]));
     }
     if (on_leaf_ready) {
       for (const Tensor& in : n.inputs) {
@@ -100,6 +186,7 @@ void backward(const Tensor& loss, double seed_value, const LeafReadyFn& on_leaf_
     if (!n.out.is_leaf()) n.out.set_grad(Tensor());  // intermediate grads are not kept: frees memory
     tape[i] = Node{};  // drop saved activations as soon as they are used
   }
+  run_deferred();
 }
 
 size_t tape_size() { return t_tape.size(); }

@@ -41,6 +41,17 @@ void backward(const Tensor& loss, double seed = 1.0);
 using LeafReadyFn = std::function<void(const Tensor& leaf)>;
 void backward(const Tensor& loss, double seed, const LeafReadyFn& on_leaf_ready);
 
+// Deferred leaf gradients. Inside backward(), where a GPU backend is active and neither a leaf-ready callback nor
+// inspection hooks run, a closure may hand a weight's gradient to defer_leaf_grads instead of computing it: the
+// job runs after the walk, all jobs back to back (the GPU runs those products side by side, not one short grid
+// after another), and every leaf's contributions are still added in the walk's order, so the bits are the same.
+bool deferring_leaf_grads();
+// `job` returns one gradient per leaf (undefined: none); the leaves must be leaf inputs of the running node.
+void defer_leaf_grads(std::vector<Tensor> leaves, std::function<std::vector<Tensor>()> job);
+// Process-wide switch (default on; off keeps every gradient in the walk: less memory held during backward).
+void set_defer_leaf_grads(bool on);
+int64_t deferred_jobs_run();  // deferred jobs this thread ran (tests: the path was taken)
+
 size_t tape_size();
 void clear_tape();  // drop recorded ops without running them (e.g. after an eval forward with grad on)
 

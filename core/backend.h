@@ -34,6 +34,9 @@ class Backend {
   virtual QueueCounters queue_counters() const { return {}; }
   // GPU nanoseconds per kernel name since creation (timestamp profiling; empty when off or unsupported).
   virtual std::map<std::string, double> kernel_gpu_ns() const { return {}; }
+  // While on, the products recorded run side by side with each other (ag's deferred weight gradients): each may
+  // take a whole-K grid rather than splitting K to fill the device alone.
+  virtual void set_concurrent(bool /*on*/) {}
 
   virtual Tensor add(const Tensor&, const Tensor&) { return {}; }
   virtual Tensor sub(const Tensor&, const Tensor&) { return {}; }

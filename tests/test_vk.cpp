@@ -64,6 +64,23 @@ TEST_CASE("vk lazy queue flushes every max_ops dispatches (the documented policy
   expect_clean();
 }
 
+TEST_CASE("vk lazy queue: a hold keeps max_ops from submitting; its release submits what it held") {
+  GpuScope g;
+  auto& q = gpu().runtime().queue();
+  gpu().sync();
+  const int64_t max_ops = q.policy().max_ops;
+  const auto s0 = q.stats();
+  const Tensor x = randn({17}, 84);
+  Tensor y = x;
+  q.hold(true);
+  for (int64_t i = 0; i < 2 * max_ops + 3; ++i) y = ops::neg(y);
+  CHECK(q.stats().submissions == s0.submissions);  // held: all recorded
+  q.hold(false);
+  CHECK(q.stats().submissions == s0.submissions + 1);
+  expect_close(y, ops::neg(x), 0, 0, "an odd number of negations");  // (2 max_ops + 3 is odd)
+  expect_clean();
+}
+
 TEST_CASE("vk barriers are recorded only between dependent dispatches") {
   GpuScope g;
   auto& q = gpu().runtime().queue();

@@ -235,6 +235,41 @@ TEST_CASE("linear_master_residual: y and the four gradients as linear_master the
   expect_clean();
 }
 
+TEST_CASE("deferred weight gradients: the bits of the walk's, contributions in walk order, accumulated grads too") {
+  GpuScope g;
+  const Tensor gy1 = f16(randn({2, 24, 40}, 790)), gy2 = f16(randn({2, 24, 40}, 791)), c = randn({40, 32}, 792);
+  // One weight and bias in two linears with a plain op between them on the tape, two backward passes (the second
+  // adds to the first's grads): each leaf gets four or six contributions, whose order sets the bits.
+  const auto run = [&](bool defer) {
+    ag::set_defer_leaf_grads(defer);
+    Tensor x1 = f16(randn({2, 24, 32}, 793)), x2 = f16(randn({2, 24, 32}, 794));
+    Tensor w = randn({40, 32}, 795, 0.3), b = randn({40}, 796);
+    for (Tensor* t : {&x1, &x2, &w, &b}) t->set_requires_grad(true);
+    for (int pass = 0; pass < 2; ++pass) {
+      const Tensor y1 = ag::linear_master(x1, w, b);
+      const Tensor mid = ag::sum_all(ag::mul(w, c));
+      const Tensor y2 = ag::linear_master_residual(x2, w, b, y1);
+      ag::backward(ag::add(ag::add(ag::sum_all(ag::mul(y1, gy1)), mid), ag::sum_all(ag::mul(y2, gy2))));
+    }
+    ag::set_defer_leaf_grads(true);
+    return std::vector<Tensor>{x1.grad(), x2.grad(), w.grad(), b.grad()};
+  };
+  const int64_t jobs0 = ag::deferred_jobs_run();
+  const auto got = run(true);
+  CHECK(ag::deferred_jobs_run() - jobs0 == 4);  // two linears, two passes
+  const int64_t jobs1 = ag::deferred_jobs_run();
+  const auto ref = run(false);
+  CHECK(ag::deferred_jobs_run() == jobs1);
+  const char* names[] = {"dx1", "dx2", "dw", "db"};
+  for (size_t i = 0; i < ref.size(); ++i) expect_close(got[i], ref[i], 0, 0, fmt::format("{} (bitwise)", names[i]));
+  // On the CPU (no backend) nothing is deferred.
+  const int64_t jobs2 = ag::deferred_jobs_run();
+  const auto cpu = on_cpu([&] { return run(true); });
+  CHECK(ag::deferred_jobs_run() == jobs2);
+  for (size_t i = 0; i < ref.size(); ++i) expect_close(got[i], cpu[i], 1e-2, 2e-2, fmt::format("{} (GPU vs CPU)", names[i]));
+  expect_clean();
+}
+
 TEST_CASE("ALPHA_VK_CHECK mode covers the fused linears: a wrong GPU result throws naming the op") {
   GpuScope g;
   set_gpu_check(true);

@@ -94,6 +94,7 @@ class VulkanBackend : public Backend {
   void set_counter_ring(uint64_t n) { counter_ring_ = std::min(std::max<uint64_t>(n, 1), kCounters); }
   // The split-K target of coopmat products with f32 outputs (the weight gradients); 0 = kTargetGroupsCmF32.
   void set_split_target(int64_t groups) { split_target_ = groups; }
+  void set_concurrent(bool on) override;
   int64_t split_target() const { return split_target_ > 0 ? split_target_ : kTargetGroupsCmF32; }
   void set_cm_tile(std::string name);  // "" = by shape; else a kCmTiles name (throws ValueError otherwise)
   // K slices for split-K (1 = none): enough bm x bn workgroups to fill the GPU, slices >= kMinSplitK deep.
@@ -228,6 +229,7 @@ class VulkanBackend : public Backend {
   std::string cm_tile_ = cm_tile_from_env();
   bool profile_shapes_ = profile_shapes_from_env();
   int64_t split_target_ = split_target_from_env();
+  bool concurrent_ = false;  // set_concurrent: coopmat f32-out products take whole K on their fastest tile
   std::string attention_mode_ = attention_mode_from_env();
   bool attention_dq_from_ds_ = attention_dq_from_ds_from_env();
   mutable int quad_layout_ = -1;  // coopmat_quad_layout(): -1 not probed yet

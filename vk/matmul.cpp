@@ -84,6 +84,10 @@ const CmTile& VulkanBackend::cm_tile(int64_t M, int64_t N, int64_t K, int64_t ba
   // 310 vs 271 TFLOP/s on an H200, steady over three sweeps), and with the next K slice's fragments loaded before
   // the products ("f", 218 registers) on GPT-2's wide products (+5-11%) and its 128 x 64 tiles (+3-18%).
   const bool khr = rt_->device().features().khr_coopmat_f16;
+  // Side by side with the other deferred weight gradients (set_concurrent), whole K: the grids fill the GPU together,
+  // so the fastest tile per product, not the one that fills it alone (GPT-2 step on an H200: 128 x 128 34.6 ms,
+  // 128 x 64 35.3).
+  if (concurrent_ && f32_out) return tile_named(khr ? "128x128w4k64s1p0f" : "128x64w4k64s1p0");
   if (M >= 4096 && N >= 4096) return tile_named(khr ? "128x128w4k64s1p0" : "128x128w4k64s1");
   // With the KHR kernels (no B-operand transposes) the 128 x 128 tile also wins on wide outputs and long products:
   // GPT-2's qkv/fc forward and proj dx (N 2304-3072, +7-11%), the LM head's three products (+15-25%) on an H200;
@@ -100,6 +104,11 @@ const CmTile& VulkanBackend::cm_tile(int64_t M, int64_t N, int64_t K, int64_t ba
   const int64_t splits = matmul_splits("matmul_cm_f16", M, N, K, batches, mid.bm, mid.bn, f32_out);
   // 64 x 64 "f": 86 registers, +5-10% over p0 at every GPT-2 shape in `--tiles` (H200).
   return groups * splits < kSmallGrid ? tile_named(khr ? "64x64w4k64s1p0f" : "64x64w4k64s1p0") : mid;
+}
+
+void VulkanBackend::set_concurrent(bool on) {
+  concurrent_ = on;
+  rt_->queue().hold(on);  // one submission: a submission boundary would serialize the products again
 }
 
 int64_t split_target_from_env() {
@@ -152,6 +161,8 @@ int64_t VulkanBackend::matmul_splits(const std::string& kernel, int64_t M, int64
   const bool cm = kernel.rfind("matmul_cm", 0) == 0;
   const int64_t target = !cm ? kTargetGroups : f32_out ? split_target() : kTargetGroupsCm;
   if (tiles >= target || K < 2 * kMinSplitK) return 1;
+  // Side by side with other products (set_concurrent), f32 outputs fill the device together: no slices to sum.
+  if (cm && f32_out && concurrent_) return 1;
   const int64_t splits = std::min(cdiv(target, tiles), K / kMinSplitK);
   // The weight gradients' larger default target fills the last wave of GPT-2's fc/proj dW (4 slices of 2048, not
   // 3); where it would cut K below kMinSliceF32 the slices' fixed costs win and the f16 target holds (H200 steps:

@@ -197,7 +197,7 @@ void LazyQueue::dispatch(const ComputePipeline& p, std::span<const Binding> bind
   ++f.ops;
   f.work += work;
   const bool queries_full = f.profiled && f.names.size() * 2 + 2 > f.query_capacity;
-  if (f.ops >= policy_.max_ops || f.work >= policy_.max_work || queries_full) flush();
+  if ((!hold_ && (f.ops >= policy_.max_ops || f.work >= policy_.max_work)) || queries_full) flush();
   if (policy_.sync_each) sync();
 }
 
@@ -259,6 +259,11 @@ void LazyQueue::download(const std::shared_ptr<GpuBuffer>& src, void* dst, size_
     done += n;
     stats_.bytes_down += static_cast<int64_t>(n);
   }
+}
+
+void LazyQueue::hold(bool on) {
+  if (hold_ && !on) flush();  // the held work starts now
+  hold_ = on;
 }
 
 void LazyQueue::flush() {

@@ -46,8 +46,11 @@ struct Binding {
 class LazyQueue {
  public:
   struct Policy {
-    int64_t max_ops = 64;   // dispatches per submission: keeps the GPU fed while the host records more
-    double max_work = 1e9;  // ~flops per submission: bounds the latency of one submission
+    // NVIDIA's driver drains a submission before it starts the next, so a boundary serializes the dispatches around
+    // it; too few boundaries leave the GPU waiting for the host to record. GPT-2 124M step on an H200 (deferred
+    // weight gradients): (64, 1e9) 33.8 ms, (64, 1e11) 33.5, (32, 1e11) 33.0, (128, 1e13) 34.1 (docs/PERFORMANCE.md).
+    int64_t max_ops = 32;    // dispatches per submission: keeps the GPU fed while the host records more
+    double max_work = 1e11;  // ~flops per submission: bounds the latency of one submission
     VkDeviceSize staging_bytes = VkDeviceSize{32} << 20;
     // Debugging aids (ALPHA_VK_DEBUG=barriers|sync, read by Runtime): a barrier before every command, or a
     // host wait after every dispatch. Results must not change with them; if they do, a hazard is missed.
@@ -80,6 +83,10 @@ class LazyQueue {
   void sync();   // flush + wait for all work; throws a pending asynchronous error
 
   const Policy& policy() const { return policy_; }
+  // While held, max_ops / max_work do not end the recording: the commands recorded meanwhile share one submission
+  // (a new submission starts after the previous one drains on NVIDIA's driver; within one, unbarriered dispatches
+  // overlap). Releasing submits what was held.
+  void hold(bool on);
   const Stats& stats() const { return stats_; }
   void inject_submit_error(VkResult r) { injected_ = r; }  // test hook: the next submission fails with r
 
@@ -117,6 +124,7 @@ class LazyQueue {
 
   std::shared_ptr<Device> dev_;  // first: destroyed last
   Policy policy_;
+  bool hold_ = false;
   Stats stats_;
   Semaphore timeline_;
   StagingRing ring_;

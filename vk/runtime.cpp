@@ -12,6 +12,19 @@
 
 namespace alpha::vk {
 
+namespace {
+// A number in [1, hi] from the environment, 0 when unset; anything else is refused, naming the variable.
+double positive_from_env(const char* name, double hi) {
+  const char* e = std::getenv(name);
+  if (!e || !*e) return 0;
+  char* end = nullptr;
+  const double v = std::strtod(e, &end);
+  if (*end != '\0' || !(v >= 1 && v <= hi))
+    throw ValueError(fmt::format("[vk] {}='{}' is not a number from 1 to {:g}", name, e, hi));
+  return v;
+}
+}  // namespace
+
 Runtime::Runtime(RuntimeOptions opts) {
   fault::configure_from_env();  // ALPHA_VK_FAULT: pass counters start at this runtime
   (void)fault::wait_timeout_ns();  // a bad ALPHA_VK_TIMEOUT_S fails here, not at the first wait
@@ -22,6 +35,9 @@ Runtime::Runtime(RuntimeOptions opts) {
     opts.queue.barrier_all = std::strstr(e, "barriers") != nullptr;
     opts.queue.sync_each = std::strstr(e, "sync") != nullptr;
   }
+  // Submission sizes (tuning sweeps): dispatches and ~flops per submission.
+  if (const double v = positive_from_env("ALPHA_VK_MAX_OPS", 1e6); v > 0) opts.queue.max_ops = static_cast<int64_t>(v);
+  if (const double v = positive_from_env("ALPHA_VK_MAX_WORK", 1e18); v > 0) opts.queue.max_work = v;
   queue_ = std::make_shared<LazyQueue>(dev_, opts.queue);
   const char* st = std::getenv("ALPHA_VK_STATS");
   count_kernels_ = st && *st && std::strcmp(st, "0") != 0;

@@ -20,6 +20,7 @@ struct GpuBenchOptions {
   GPTConfig model;        // defaults: shakespeare_char (6L, 6H, 384 wide, T 256, V 65)
   int64_t batch = 64;
   int grad_accum = 1;
+  bool defer_weight_grads = true;  // train.defer_weight_grads
   std::string optim_device = "gpu";  // AdamW on the GPU (optim.device gpu) or the CPU
   OptimConfig optim;  // from --config/--set: optim.name muon times Muon (optim.muon.*) for the block matrices
   int warmup = 3, steps = 10;

@@ -251,6 +251,7 @@ nlohmann::json bench_train_step(const GpuBenchOptions& o, DeviceScope& scope, vk
   // Wall-clock steps as `alpha train` runs them by default (metrics.profile off): no per-dispatch timestamps.
   const bool profiled = be.runtime().queue().profiling();
   be.set_profiling(false);
+  ag::set_defer_leaf_grads(o.defer_weight_grads);
   std::vector<double> fb, op, total;
   for (int s = 0; s < o.warmup + o.steps; ++s) {
     const auto t0 = std::chrono::steady_clock::now();

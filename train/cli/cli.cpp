@@ -218,6 +218,7 @@ int cmd_bench(const std::vector<std::string>& args) {
     o.model = gpt_config(cfg.model, cfg.model.vocab_size > 0 ? cfg.model.vocab_size : 65);
     o.batch = cfg.train.batch_size;
     o.grad_accum = static_cast<int>(cfg.train.grad_accum);
+    o.defer_weight_grads = cfg.train.defer_weight_grads;
     o.optim = cfg.optim;
   }
   ALPHA_CHECK(o.optim_device == "gpu" || o.optim_device == "cpu", UsageError, "[cli] --optim must be gpu or cpu, got \"{}\"",

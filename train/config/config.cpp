@@ -467,6 +467,7 @@ Config parse_config(const json& j) {
   t.eval_iters = get_int(j, "train.eval_iters", d.train.eval_iters, 1, kMaxCount);
   t.log_interval = get_int(j, "train.log_interval", d.train.log_interval, 1, kMaxCount);
   t.sample_tokens = get_int(j, "train.sample_tokens", d.train.sample_tokens, 0, kMaxCount);
+  t.defer_weight_grads = get_bool(j, "train.defer_weight_grads", d.train.defer_weight_grads);
 
   auto& o = c.optim;
   o.name = get_string(j, "optim.name", d.optim.name);

@@ -48,6 +48,8 @@ struct TrainConfig {
   int64_t batch_size = 64, grad_accum = 1, max_steps = 5000, eval_interval = 250, eval_iters = 200,
           log_interval = 1;
   int64_t sample_tokens = 200;  // tokens generated at the end of training (0 = none)
+  // Weight gradients computed side by side after the rest of backward (GPU; same bits); false holds less memory.
+  bool defer_weight_grads = true;
   bool operator==(const TrainConfig&) const = default;
 };
 

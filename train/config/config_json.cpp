@@ -33,7 +33,7 @@ json config_to_json(const Config& c) {
       {"train",
        {{"batch_size", t.batch_size}, {"grad_accum", t.grad_accum}, {"max_steps", t.max_steps},
         {"eval_interval", t.eval_interval}, {"eval_iters", t.eval_iters}, {"log_interval", t.log_interval},
-        {"sample_tokens", t.sample_tokens}}},
+        {"sample_tokens", t.sample_tokens}, {"defer_weight_grads", t.defer_weight_grads}}},
       {"optim",
        {{"lr", o.lr}, {"min_lr", o.min_lr}, {"warmup_steps", o.warmup_steps}, {"schedule", o.schedule},
         {"decay_steps", o.decay_steps}, {"wsd_decay_fraction", o.wsd_decay_fraction},

@@ -263,6 +263,7 @@ TrainingRun::TrainingRun(const Config& cfg, const TrainOptions& opt, Clock::time
   if (dp_->active()) progress_.message(fmt::format("data parallel: {} ranks of {} micro-batches each", dp_->size(),
                                                    cfg.train.grad_accum));
   if (mc_.f16) scaler_ = std::make_unique<LossScaler>();
+  ag::set_defer_leaf_grads(cfg.train.defer_weight_grads);
   sched_ = schedule_from_config(cfg);
   inspect_.emplace(*model_, cfg.metrics.inspect_interval, cfg.train.max_steps);
 }

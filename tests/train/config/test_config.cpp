@@ -104,6 +104,7 @@ TEST_CASE("config: an empty object gives the documented defaults") {
   CHECK(c.train.eval_iters == 200);
   CHECK(c.train.log_interval == 1);
   CHECK(c.train.sample_tokens == 200);
+  CHECK(c.train.defer_weight_grads);
   CHECK(c.optim.lr == 1e-3);
   CHECK(c.optim.min_lr == 1e-4);
   CHECK(c.optim.warmup_steps == 100);
@@ -438,7 +439,7 @@ TEST_CASE("config: config_to_json has every key and round-trips") {
   c.model.attention = "unfused";
   c.model.precision = "f16";
   c.data = {"d.txt", "bpe", 0.25, "sequential", 1000, "tok/"};
-  c.train = {7, 2, 99, 11, 5, 3, 0};
+  c.train = {7, 2, 99, 11, 5, 3, 0, false};
   c.optim.lr = 0.123456789012345;
   c.optim.min_lr = 1e-7;
   c.optim.warmup_steps = 0;
@@ -469,7 +470,7 @@ TEST_CASE("config: config_to_json has every key and round-trips") {
   leaf_keys(j, "", keys);
   leaf_keys(d, "", default_keys);
   CHECK(keys == default_keys);
-  CHECK(keys.size() == 77);  // 4 top-level + 16 model + 4 data + 7 train + 21 optim + 2 checkpoint + 2 metrics
+  CHECK(keys.size() == 78);  // 4 top-level + 16 model + 4 data + 8 train + 21 optim + 2 checkpoint + 2 metrics
                              // + 3 dispatch + 7 guard
   // The Llama keys need arch llama (which refuses biases): a second config sets them all.
   Config l = c;
@@ -519,6 +520,8 @@ TEST_CASE("config: optim.name and optim.muon keys are validated") {
   CHECK(contains(text_error(R"({"optim": {"muon": {"ns_steps": 0}}})"), R"("optim.muon.ns_steps" must be >= 1)"));
   CHECK(contains(text_error(R"({"optim": {"muon": {"lr": -0.1}}})"), R"("optim.muon.lr" must be >= 0)"));
   CHECK(contains(text_error(R"({"optim": {"muon": {"nesterov": 1}}})"), R"("optim.muon.nesterov" must be a boolean)"));
+  CHECK(contains(text_error(R"({"train": {"defer_weight_grads": "no"}})"),
+                 R"("train.defer_weight_grads" must be a boolean)"));
   for (const char* bad : {"[1, 2]", "[1, 2, \"x\"]", "3", "[1, 2, 3, 4]"})
     CHECK(contains(text_error(std::string(R"({"optim": {"muon": {"ns_coefficients": )") + bad + "}}}"),
                    R"("optim.muon.ns_coefficients" must be 3 finite numbers [a, b, c])"));
