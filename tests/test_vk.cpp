@@ -1,6 +1,7 @@
 // The Vulkan runtime: device features, lazy queue batching and flush policy, barriers only between
 // dependent dispatches, buffer pool reuse, typed out-of-memory and asynchronous errors, pipeline cache,
 // host/device coherence of Storage, and an f16-storage kernel variant.
+#include <algorithm>
 #include <cstdlib>
 #include <string>
 
@@ -28,7 +29,22 @@ TEST_CASE("vk device is found and reports its features") {
   MESSAGE(d);
 }
 
-TEST_CASE("vk lazy queue batches dependent ops into one submission and flushes on read-back") {
+namespace {
+// Submissions the lazy queue makes while recording n dispatches after a drain (vk/queue.h's Policy: the ramp from
+// ramp_ops, doubling per submission, up to max_ops).
+int64_t submissions_for(const vk::LazyQueue::Policy& p, int64_t n) {
+  int64_t limit = p.ramp_ops > 0 ? std::min(p.ramp_ops, p.max_ops) : p.max_ops, in_rec = 0, subs = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    if (++in_rec < limit) continue;
+    ++subs;
+    in_rec = 0;
+    if (p.ramp_ops > 0) limit = std::min(2 * limit, p.max_ops);
+  }
+  return subs;
+}
+}  // namespace
+
+TEST_CASE("vk lazy queue batches dependent ops into few submissions and flushes on read-back") {
   GpuScope g;
   auto& q = gpu().runtime().queue();
   gpu().sync();
@@ -36,10 +52,12 @@ TEST_CASE("vk lazy queue batches dependent ops into one submission and flushes o
   const auto s0 = q.stats();
   Tensor y = x;
   for (int i = 0; i < 10; ++i) y = ops::add_scalar(ops::scale(y, 0.5), 1.0);  // 20 dependent ops
-  CHECK(q.stats().submissions == s0.submissions);  // nothing submitted yet: all recorded
+  const int64_t subs = submissions_for(q.policy(), 20);
+  CHECK(subs < 20 / 2);
+  CHECK(q.stats().submissions == s0.submissions + subs);  // the rest recorded, not submitted
   CHECK(q.stats().bytes_down == s0.bytes_down);
   const auto got = y.to_f32_vector();               // read-back: one flush
-  CHECK(q.stats().submissions == s0.submissions + 1);
+  CHECK(q.stats().submissions == s0.submissions + subs + 1);
   CHECK(q.stats().dispatches == s0.dispatches + 20);
   const auto want = on_cpu([&] {
     Tensor z = x;
@@ -50,17 +68,29 @@ TEST_CASE("vk lazy queue batches dependent ops into one submission and flushes o
   expect_clean();
 }
 
-TEST_CASE("vk lazy queue flushes every max_ops dispatches (the documented policy)") {
+TEST_CASE("vk lazy queue flushes every max_ops dispatches after a ramp from ramp_ops (the documented policy)") {
   GpuScope g;
   auto& q = gpu().runtime().queue();
   gpu().sync();
-  const int64_t max_ops = q.policy().max_ops;
+  const vk::LazyQueue::Policy p = q.policy();
+  REQUIRE(p.ramp_ops > 0);
+  REQUIRE(p.ramp_ops < p.max_ops);
+  // The ramp's submissions (ramp_ops, 2 ramp_ops, ... < max_ops), then two of max_ops, then 3 recorded.
+  int64_t n = 0, ramp = 0;
+  for (int64_t l = p.ramp_ops; l < p.max_ops; l *= 2, ++ramp) n += l;
+  n += 2 * p.max_ops + 3;
+  CHECK(submissions_for(p, n) == ramp + 2);
   const auto s0 = q.stats();
   Tensor y = randn({17}, 81);
-  for (int64_t i = 0; i < 2 * max_ops + 3; ++i) y = ops::neg(y);
-  CHECK(q.stats().submissions == s0.submissions + 2);
+  for (int64_t i = 0; i < n; ++i) y = ops::neg(y);
+  CHECK(q.stats().submissions == s0.submissions + ramp + 2);
   (void)y.to_f32_vector();
-  CHECK(q.stats().submissions == s0.submissions + 3);
+  CHECK(q.stats().submissions == s0.submissions + ramp + 3);
+  // The read-back drained the GPU: the ramp starts again.
+  const auto s1 = q.stats();
+  for (int64_t i = 0; i < p.ramp_ops; ++i) y = ops::neg(y);
+  CHECK(q.stats().submissions == s1.submissions + 1);
+  gpu().sync();
   expect_clean();
 }
 

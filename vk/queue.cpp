@@ -16,6 +16,7 @@ LazyQueue::LazyQueue(std::shared_ptr<Device> dev, Policy policy)
       policy_(policy),
       timeline_(make_timeline_semaphore(dev_->get(), 0)),
       ring_(dev_, policy.staging_bytes) {
+  if (policy_.ramp_ops > 0) ops_limit_ = std::min(policy_.ramp_ops, policy_.max_ops);  // an idle GPU to start with
   // Timestamps need the compute queue's valid bits; the spec's timestampComputeAndGraphics says all queues have them.
   VkPhysicalDeviceProperties props{};
   vkGetPhysicalDeviceProperties(dev_->physical(), &props);
@@ -56,6 +57,10 @@ LazyQueue::~LazyQueue() {
     }
   }
   vkQueueWaitIdle(dev_->queue());
+}
+
+void LazyQueue::wait_idle_quietly() noexcept {
+  if (!hung_) (void)vkQueueWaitIdle(dev_->queue());
 }
 
 LazyQueue::Frame& LazyQueue::recording() {
@@ -197,7 +202,8 @@ void LazyQueue::dispatch(const ComputePipeline& p, std::span<const Binding> bind
   ++f.ops;
   f.work += work;
   const bool queries_full = f.profiled && f.names.size() * 2 + 2 > f.query_capacity;
-  if ((!hold_ && (f.ops >= policy_.max_ops || f.work >= policy_.max_work)) || queries_full) flush();
+  const int64_t limit = ops_limit_ > 0 ? ops_limit_ : policy_.max_ops;
+  if ((!hold_ && (f.ops >= limit || f.work >= policy_.max_work)) || queries_full) flush();
   if (policy_.sync_each) sync();
 }
 
@@ -297,6 +303,7 @@ void LazyQueue::flush() {
   }
   submitted_value_ = f->value;
   ++stats_.submissions;
+  if (ops_limit_ > 0) ops_limit_ = std::min(2 * ops_limit_, policy_.max_ops);
   in_flight_.push_back(std::move(f));
 }
 
@@ -371,6 +378,8 @@ void LazyQueue::wait_value(uint64_t v) {
   } else if (r != VK_SUCCESS) {
     fail(r, lost ? "vkWaitSemaphores (injected by ALPHA_VK_FAULT)" : "vkWaitSemaphores");
   }
+  // Drained (a read-back or sync): the GPU idles until the next submission, so the next ones start small.
+  if (v == submitted_value_ && policy_.ramp_ops > 0) ops_limit_ = std::min(policy_.ramp_ops, policy_.max_ops);
   retire();
 }
 

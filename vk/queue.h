@@ -48,9 +48,13 @@ class LazyQueue {
   struct Policy {
     // NVIDIA's driver drains a submission before it starts the next, so a boundary serializes the dispatches around
     // it; too few boundaries leave the GPU waiting for the host to record. GPT-2 124M step on an H200 (deferred
-    // weight gradients): (64, 1e9) 33.8 ms, (64, 1e11) 33.5, (32, 1e11) 33.0, (128, 1e13) 34.1 (docs/PERFORMANCE.md).
+    // weight gradients): (64, 1e9) 33.8 ms, (64, 1e11) 33.5, (32, 1e11) 33.0, (128, 1e13) 34.1; ramp 4 -0.3 ms
+    // (docs/PERFORMANCE.md).
     int64_t max_ops = 32;    // dispatches per submission: keeps the GPU fed while the host records more
     double max_work = 1e11;  // ~flops per submission: bounds the latency of one submission
+    // At the start and after a host wait that drained it the GPU is idle: the first submission closes after
+    // ramp_ops dispatches and each next one may hold twice as many, up to max_ops (0: max_ops throughout).
+    int64_t ramp_ops = 4;
     VkDeviceSize staging_bytes = VkDeviceSize{32} << 20;
     // Debugging aids (ALPHA_VK_DEBUG=barriers|sync, read by Runtime): a barrier before every command, or a
     // host wait after every dispatch. Results must not change with them; if they do, a hazard is missed.
@@ -81,6 +85,9 @@ class LazyQueue {
   void download(const std::shared_ptr<GpuBuffer>& src, void* dst, size_t nbytes);      // sync point
   void flush();  // submits the recording (no wait)
   void sync();   // flush + wait for all work; throws a pending asynchronous error
+  // Waits for what was submitted, even after an error, without throwing (teardown); not after a wait timed out
+  // (the destructor abandons a hung device instead).
+  void wait_idle_quietly() noexcept;
 
   const Policy& policy() const { return policy_; }
   // While held, max_ops / max_work do not end the recording: the commands recorded meanwhile share one submission
@@ -125,6 +132,7 @@ class LazyQueue {
   std::shared_ptr<Device> dev_;  // first: destroyed last
   Policy policy_;
   bool hold_ = false;
+  int64_t ops_limit_ = 0;  // this submission's dispatch limit (ramp_ops .. max_ops); 0 until the first sync
   Stats stats_;
   Semaphore timeline_;
   StagingRing ring_;

@@ -38,6 +38,7 @@ Runtime::Runtime(RuntimeOptions opts) {
   // Submission sizes (tuning sweeps): dispatches and ~flops per submission.
   if (const double v = positive_from_env("ALPHA_VK_MAX_OPS", 1e6); v > 0) opts.queue.max_ops = static_cast<int64_t>(v);
   if (const double v = positive_from_env("ALPHA_VK_MAX_WORK", 1e18); v > 0) opts.queue.max_work = v;
+  if (const double v = positive_from_env("ALPHA_VK_RAMP_OPS", 1e6); v > 0) opts.queue.ramp_ops = static_cast<int64_t>(v);
   queue_ = std::make_shared<LazyQueue>(dev_, opts.queue);
   const char* st = std::getenv("ALPHA_VK_STATS");
   count_kernels_ = st && *st && std::strcmp(st, "0") != 0;
@@ -48,7 +49,8 @@ Runtime::~Runtime() {
   // sure nothing is still running before the pipeline cache goes.
   try {
     queue_->sync();
-  } catch (...) {
+  } catch (...) {  // a failed queue's sync throws without waiting: an injected fault's GPU may still run submissions
+    queue_->wait_idle_quietly();
   }
   if (count_kernels_) {
     const auto& s = queue_->stats();
