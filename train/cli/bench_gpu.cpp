@@ -283,6 +283,8 @@ nlohmann::json bench_train_step(const GpuBenchOptions& o, DeviceScope& scope, vk
                          {"optimizer", o.optim_device}, {"optimizer_name", opt->name()},
                          {"fwd_bwd_ms", median(fb)}, {"optimizer_ms", median(op)}, {"step_ms", ms},
                          {"tokens_per_s", tokens / (ms / 1e3)}};
+  // Device memory in the allocator's slabs after the steps (slabs stay until a trim: the run's high-water mark).
+  step["device_mb"] = static_cast<double>(be.runtime().pool().allocator().used_bytes()) / 1e6;
   if (o.peak_tflops > 0)
     step["mfu"] = model.flops_per_token(mc.block_size) * tokens / (ms / 1e3) / (o.peak_tflops * 1e12);
   return step;
