@@ -44,11 +44,12 @@ void backward(const Tensor& loss, double seed, const LeafReadyFn& on_leaf_ready)
 // Deferred leaf gradients. Inside backward(), where a GPU backend is active and neither a leaf-ready callback nor
 // inspection hooks run, a closure may hand a weight's gradient to defer_leaf_grads instead of computing it: the
 // job runs after the walk, all jobs back to back (the GPU runs those products side by side, not one short grid
-// after another), and every leaf's contributions are still added in the walk's order, so the bits are the same.
+// after another), and every leaf's contributions are still added in the walk's order. The backend may compute the
+// deferred products another way (vk: whole K instead of split-K), so their own bits may differ from the walk's.
 bool deferring_leaf_grads();
 // `job` returns one gradient per leaf (undefined: none); the leaves must be leaf inputs of the running node.
 void defer_leaf_grads(std::vector<Tensor> leaves, std::function<std::vector<Tensor>()> job);
-// Process-wide switch (default on; off keeps every gradient in the walk: less memory held during backward).
+// Process-wide switch (default on; off computes every gradient in the walk: train.defer_weight_grads).
 void set_defer_leaf_grads(bool on);
 int64_t deferred_jobs_run();  // deferred jobs this thread ran (tests: the path was taken)
 

@@ -111,6 +111,30 @@ TEST_CASE("vk lazy queue: a hold keeps max_ops from submitting; its release subm
   expect_clean();
 }
 
+TEST_CASE("ALPHA_VK_MAX_OPS / MAX_WORK / RAMP_OPS: a number sets the queue's policy, anything else is an error") {
+  vk::RuntimeOptions o;
+  o.device.allow_cpu = true;
+  setenv("ALPHA_VK_MAX_OPS", "48", 1);
+  setenv("ALPHA_VK_MAX_WORK", "2e9", 1);
+  setenv("ALPHA_VK_RAMP_OPS", "2", 1);
+  {
+    vk::Runtime rt(o);
+    CHECK(rt.queue().policy().max_ops == 48);
+    CHECK(rt.queue().policy().max_work == 2e9);
+    CHECK(rt.queue().policy().ramp_ops == 2);
+  }
+  for (const char* name : {"ALPHA_VK_MAX_OPS", "ALPHA_VK_MAX_WORK", "ALPHA_VK_RAMP_OPS"}) unsetenv(name);
+  for (const char* name : {"ALPHA_VK_MAX_OPS", "ALPHA_VK_MAX_WORK", "ALPHA_VK_RAMP_OPS"}) {
+    for (const char* bad : {"0", "-3", "x", "4x", "1e30"}) {
+      CAPTURE(name);
+      CAPTURE(bad);
+      setenv(name, bad, 1);
+      CHECK_THROWS_WITH_AS(vk::Runtime{o}, doctest::Contains(name), ValueError);
+      unsetenv(name);
+    }
+  }
+}
+
 TEST_CASE("vk barriers are recorded only between dependent dispatches") {
   GpuScope g;
   auto& q = gpu().runtime().queue();

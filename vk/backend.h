@@ -94,8 +94,8 @@ class VulkanBackend : public Backend {
   void set_counter_ring(uint64_t n) { counter_ring_ = std::min(std::max<uint64_t>(n, 1), kCounters); }
   // The split-K target of coopmat products with f32 outputs (the weight gradients); 0 = kTargetGroupsCmF32.
   void set_split_target(int64_t groups) { split_target_ = groups; }
-  void set_concurrent(bool on) override;
   int64_t split_target() const { return split_target_ > 0 ? split_target_ : kTargetGroupsCmF32; }
+  void set_concurrent(bool on) override;  // also holds the lazy queue: one submission for the concurrent products
   void set_cm_tile(std::string name);  // "" = by shape; else a kCmTiles name (throws ValueError otherwise)
   // K slices for split-K (1 = none): enough bm x bn workgroups to fill the GPU, slices >= kMinSplitK deep.
   // f32_out: the product leaves in f32 (coopmat: split_target(); else kTargetGroupsCm, each split adding a pass).

@@ -132,7 +132,7 @@ class LazyQueue {
   std::shared_ptr<Device> dev_;  // first: destroyed last
   Policy policy_;
   bool hold_ = false;
-  int64_t ops_limit_ = 0;  // this submission's dispatch limit (ramp_ops .. max_ops); 0 until the first sync
+  int64_t ops_limit_ = 0;  // this submission's dispatch limit (ramp_ops .. max_ops); 0: max_ops (no ramp)
   Stats stats_;
   Semaphore timeline_;
   StagingRing ring_;
