@@ -41,26 +41,24 @@ LazyQueue::~LazyQueue() {
     if (error_ == VK_SUCCESS) sync();
   } catch (...) {  // destructors must not throw; the device is being torn down anyway
   }
-  if (hung_) {
-    // A wait ran out: give the GPU one more second, then abandon what it may still run (leaked, never
-    // destroyed under it) and the device, so the process exits instead of blocking on a hung GPU.
-    const VkSemaphore sem = timeline_.get();
-    VkSemaphoreWaitInfo wi{};
-    wi.sType = VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO;
-    wi.semaphoreCount = 1;
-    wi.pSemaphores = &sem;
-    wi.pValues = &submitted_value_;
-    if (vkWaitSemaphores(dev_->get(), &wi, uint64_t{1000} * 1000 * 1000) != VK_SUCCESS) {
-      for (auto& f : in_flight_) (void)f.release();
-      dev_->abandon();
-      return;
-    }
+  // A wait ran out: after one more second, abandon what the GPU may still run (leaked, never destroyed under it)
+  // and the device, so the process exits instead of blocking on a hung GPU.
+  if (!wait_idle_quietly()) {
+    for (auto& f : in_flight_) (void)f.release();
+    dev_->abandon();
   }
-  vkQueueWaitIdle(dev_->queue());
 }
 
-void LazyQueue::wait_idle_quietly() noexcept {
-  if (!hung_) (void)vkQueueWaitIdle(dev_->queue());
+bool LazyQueue::wait_idle_quietly() noexcept {
+  if (!hung_) return (void)vkQueueWaitIdle(dev_->queue()), true;
+  // Hung: one more second for what was submitted (an unbounded wait could block the process forever).
+  const VkSemaphore sem = timeline_.get();
+  VkSemaphoreWaitInfo wi{};
+  wi.sType = VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO;
+  wi.semaphoreCount = 1;
+  wi.pSemaphores = &sem;
+  wi.pValues = &submitted_value_;
+  return vkWaitSemaphores(dev_->get(), &wi, uint64_t{1000} * 1000 * 1000) == VK_SUCCESS;
 }
 
 LazyQueue::Frame& LazyQueue::recording() {

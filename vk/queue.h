@@ -85,9 +85,9 @@ class LazyQueue {
   void download(const std::shared_ptr<GpuBuffer>& src, void* dst, size_t nbytes);      // sync point
   void flush();  // submits the recording (no wait)
   void sync();   // flush + wait for all work; throws a pending asynchronous error
-  // Waits for what was submitted, even after an error, without throwing (teardown); not after a wait timed out
-  // (the destructor abandons a hung device instead).
-  void wait_idle_quietly() noexcept;
+  // Waits for what was submitted, even after an error, without throwing (teardown); after a wait that timed out
+  // only one more second. False: the GPU may still be running submitted work.
+  bool wait_idle_quietly() noexcept;
 
   const Policy& policy() const { return policy_; }
   // While held, max_ops / max_work do not end the recording: the commands recorded meanwhile share one submission

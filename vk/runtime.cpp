@@ -50,7 +50,8 @@ Runtime::~Runtime() {
   try {
     queue_->sync();
   } catch (...) {  // a failed queue's sync throws without waiting: an injected fault's GPU may still run submissions
-    queue_->wait_idle_quietly();
+    // Still running (hung): the pipelines it may use are leaked rather than destroyed under it.
+    if (!queue_->wait_idle_quietly()) (void)pipelines_.release();
   }
   if (count_kernels_) {
     const auto& s = queue_->stats();
