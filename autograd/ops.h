@@ -60,6 +60,9 @@ Tensor linear_master_residual(const Tensor& x, const Tensor& w, const Tensor& b,
 // ---- NN ops, one file each in autograd/ ----
 Tensor embedding(const Tensor& weight, const Tensor& idx);                   // (V,C), i32 (...) -> (..., C)
 Tensor layernorm(const Tensor& x, const Tensor& w, const Tensor& b, double eps = 1e-5);
+// f16 training: x f16, w and b the f32 master parameters (leaves). The forward reads f16 copies, as ag::cast would
+// give; dw and db come back in f32 straight from the kernels, deferred beside the linears' weight gradients.
+Tensor layernorm_master(const Tensor& x, const Tensor& w, const Tensor& b, double eps = 1e-5);
 Tensor gelu(const Tensor& x);
 // Llama-style ops (core/ops.h states the math): RMSNorm over the last dim (w (C) or undefined); rotary
 // embedding of x (B, T, H, D) at positions pos0.. from (P, D/2) cos/sin tables (constants), heads [0,

@@ -52,7 +52,7 @@ class Backend {
   virtual Tensor embedding_backward(const Tensor&, const Tensor&, int64_t) { return {}; }
   virtual ops::LayerNormOut layernorm(const Tensor&, const Tensor&, const Tensor&, double) { return {}; }
   virtual ops::LayerNormGrads layernorm_backward(const Tensor&, const Tensor&, const Tensor&, const Tensor&,
-                                                 const Tensor&, bool) { return {}; }
+                                                 const Tensor&, bool, ops::LnGrads) { return {}; }
   virtual Tensor gelu(const Tensor&) { return {}; }
   virtual Tensor gelu_backward(const Tensor&, const Tensor&) { return {}; }
   virtual Tensor linear(const Tensor&, const Tensor&, const Tensor&) { return {}; }  // 2-D x (rows, in), bias fused

@@ -21,7 +21,7 @@ using gpu_check::corrupt;
 template <class R> Tensor first_tensor(const R& r) {
   if constexpr (std::is_same_v<R, Tensor>) return r;
   else if constexpr (std::is_same_v<R, LayerNormOut>) return r.y;
-  else if constexpr (std::is_same_v<R, LayerNormGrads>) return r.dx;
+  else if constexpr (std::is_same_v<R, LayerNormGrads>) return r.dx.defined() ? r.dx : r.dw.defined() ? r.dw : r.db;
   else if constexpr (std::is_same_v<R, AttentionOut>) return r.out;
   else if constexpr (std::is_same_v<R, AttentionGrads>) return r.dq;
   else if constexpr (std::is_same_v<R, RMSNormOut>) return r.y;

@@ -381,7 +381,7 @@ LayerNormOut layernorm(const Tensor& x, const Tensor& w, const Tensor& b, double
 }
 
 LayerNormGrads layernorm_backward(const Tensor& dy, const Tensor& x, const Tensor& w, const Tensor& mean,
-                                  const Tensor& rstd, bool has_bias) {
+                                  const Tensor& rstd, bool has_bias, LnGrads which) {
   check_float16(dy, "layernorm_backward", "dy");
   check_mixable(dy, x, "layernorm_backward");
   ALPHA_CHECK(dy.shape() == x.shape(), ShapeError, "[layernorm_backward] dy {} and x {} differ", dy.str(),
@@ -389,8 +389,13 @@ LayerNormGrads layernorm_backward(const Tensor& dy, const Tensor& x, const Tenso
   check_ln_param(w, x, "weight");
   return dispatch<LayerNormGrads>("layernorm_backward", {dy, x, w, mean, rstd},
       OpClass::layernorm, x.numel(),
-      [&](Backend& be) { return be.layernorm_backward(dy, x, w, mean, rstd, has_bias); },
-      [&] { return cpu::layernorm_backward(up(dy), up(x), up(w), mean, rstd, has_bias); },
+      [&](Backend& be) { return be.layernorm_backward(dy, x, w, mean, rstd, has_bias, which); },
+      [&] {
+        LayerNormGrads g = cpu::layernorm_backward(up(dy), up(x), up(w), mean, rstd, has_bias);
+        if (which == LnGrads::dx) g.dw = g.db = Tensor();
+        if (which == LnGrads::params) g.dx = Tensor();
+        return g;
+      },
       half_out({dy, x, w}) ? Half::yes : Half::no);  // mean/rstd are f32 in f16 mode too: they do not vote
 }
 

@@ -79,8 +79,10 @@ LayerNormOut layernorm(const Tensor& x, const Tensor& w, const Tensor& b, double
 struct LayerNormGrads {
   Tensor dx, dw, db;  // dw/db undefined when w/b are
 };
+// Which gradients to compute: all, dx alone, or dw/db alone (ag defers the parameters' to after the walk).
+enum class LnGrads { all, dx, params };
 LayerNormGrads layernorm_backward(const Tensor& dy, const Tensor& x, const Tensor& w, const Tensor& mean,
-                                  const Tensor& rstd, bool has_bias);
+                                  const Tensor& rstd, bool has_bias, LnGrads which = LnGrads::all);
 
 // ---- GELU, tanh approximation (GPT-2's) ----
 Tensor gelu(const Tensor& x);

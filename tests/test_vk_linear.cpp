@@ -270,6 +270,44 @@ TEST_CASE("deferred weight gradients: the bits of the walk's, contributions in w
   expect_clean();
 }
 
+TEST_CASE("layernorm_master: dw/db deferred with the bits of the walk's and of cast then layernorm, bias or none") {
+  GpuScope g;
+  const Tensor gy = f16(randn({2, 100, 24}, 800));
+  // LayerNorm then a linear, two passes: dw/db of the norm are deferred beside the linear's dW (several row chunks,
+  // so the chunk sums run after the deferred phase), and the second pass adds to the first's grads.
+  const auto run = [&](bool defer, bool bias, bool master = true) {
+    ag::set_defer_leaf_grads(defer);
+    Tensor x = f16(randn({2, 100, 32}, 801));
+    Tensor lw = randn({32}, 802, 0.5), lb = bias ? randn({32}, 803) : Tensor(), w = randn({24, 32}, 804, 0.3);
+    for (Tensor* t : {&x, &lw, &lb, &w})
+      if (t->defined()) t->set_requires_grad(true);
+    const auto norm = [&] {
+      return master ? ag::layernorm_master(x, lw, lb)
+                    : ag::layernorm(x, ag::cast(lw, DType::f16), bias ? ag::cast(lb, DType::f16) : Tensor());
+    };
+    for (int pass = 0; pass < 2; ++pass) ag::backward(ag::sum_all(ag::mul(ag::linear_master(norm(), w, Tensor()), gy)));
+    ag::set_defer_leaf_grads(true);
+    return std::vector<Tensor>{x.grad(), lw.grad(), bias ? lb.grad() : Tensor(), w.grad()};
+  };
+  const char* names[] = {"dx", "ln dw", "ln db", "dw"};
+  for (bool bias : {true, false}) {
+    CAPTURE(bias);
+    const int64_t jobs0 = ag::deferred_jobs_run();
+    const auto got = run(true, bias);
+    CHECK(ag::deferred_jobs_run() - jobs0 == 4);  // the norm and the linear, two passes
+    const auto ref = run(false, bias), cast = run(false, bias, false);
+    const auto cpu = on_cpu([&] { return run(true, bias); });
+    for (size_t i = 0; i < ref.size(); ++i) {
+      if (!ref[i].defined()) continue;
+      expect_close(got[i], ref[i], 0, 0, fmt::format("{} (bitwise)", names[i]));
+      expect_close(got[i], cast[i], 0, 0, fmt::format("{} (bitwise, as cast then layernorm)", names[i]));
+      expect_close(got[i], cpu[i], 2e-2, 2e-2, fmt::format("{} (GPU vs CPU)", names[i]));
+    }
+  }
+  CHECK_THROWS_AS(ag::layernorm_master(randn({4, 8}, 805), randn({8}, 806), Tensor()), DTypeError);  // f32 x
+  expect_clean();
+}
+
 TEST_CASE("ALPHA_VK_CHECK mode covers the fused linears: a wrong GPU result throws naming the op") {
   GpuScope g;
   set_gpu_check(true);

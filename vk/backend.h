@@ -11,6 +11,7 @@
 #include <array>
 #include <memory>
 #include <span>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -132,7 +133,7 @@ class VulkanBackend : public Backend {
   Tensor embedding_backward(const Tensor& dout, const Tensor& idx, int64_t vocab) override;
   ops::LayerNormOut layernorm(const Tensor& x, const Tensor& w, const Tensor& b, double eps) override;
   ops::LayerNormGrads layernorm_backward(const Tensor& dy, const Tensor& x, const Tensor& w, const Tensor& mean,
-                                         const Tensor& rstd, bool has_bias) override;
+                                         const Tensor& rstd, bool has_bias, ops::LnGrads which) override;
   Tensor gelu(const Tensor& x) override;
   Tensor gelu_backward(const Tensor& dy, const Tensor& x) override;
   ops::RMSNormOut rmsnorm(const Tensor& x, const Tensor& w, double eps) override;  // vk/rmsnorm.cpp
@@ -230,6 +231,9 @@ class VulkanBackend : public Backend {
   bool profile_shapes_ = profile_shapes_from_env();
   int64_t split_target_ = split_target_from_env();
   bool concurrent_ = false;  // set_concurrent: coopmat f32-out products take whole K on their fastest tile
+  // Second passes of concurrent work (LayerNorm's dw/db chunk sums), recorded when the concurrent phase ends: after
+  // one barrier for all of them, instead of one per pass between the side-by-side products.
+  std::vector<std::function<void()>> after_concurrent_;
   std::string attention_mode_ = attention_mode_from_env();
   bool attention_dq_from_ds_ = attention_dq_from_ds_from_env();
   mutable int quad_layout_ = -1;  // coopmat_quad_layout(): -1 not probed yet

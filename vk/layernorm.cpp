@@ -28,22 +28,25 @@ ops::LayerNormOut VulkanBackend::layernorm(const Tensor& x, const Tensor& w, con
 }
 
 ops::LayerNormGrads VulkanBackend::layernorm_backward(const Tensor& dy, const Tensor& x, const Tensor& w,
-                                                      const Tensor& mean, const Tensor& rstd, bool has_bias) {
+                                                      const Tensor& mean, const Tensor& rstd, bool has_bias,
+                                                      ops::LnGrads which) {
   if (!flt(x) || !flt(dy, x) || !f32(mean) || !f32(rstd) || (w.defined() && !flt(w, x))) return {};
   const int64_t cols = x.size(-1), rows = x.numel() / cols;
   if (mean.numel() != rows || rstd.numel() != rows) return {};
   const auto bdy = rt_->input(dy), bx = rt_->input(x), bm = rt_->input(mean), br = rt_->input(rstd);
   const auto bw = w.defined() ? rt_->input(w) : bx;
   ops::LayerNormGrads g;
-  g.dx = rt_->output(x.shape(), x.dtype());
   // Columns in fours where they divide (8/16-byte loads; each column's rows in the same order: same bits).
   const uint32_t vec = cols % 4 == 0 ? 4 : 1, row_chunk = reduce_chunk(uint32_t(rows), uint64_t(cols) / vec);
   const pc::LayerNormPC pc{uint32_t(rows), uint32_t(cols), 0.0f, w.defined() ? 1u : 0u,
                            has_bias ? 1u : 0u, row_chunk, 0u};
-  rt_->run("layernorm_bwd_dx" + sfx(x) + row_vec(cols), {row_wg(cols)},
-           {{bdy, false}, {bx, false}, {bm, false}, {br, false}, {bw, false}, {Runtime::buffer_of(g.dx), true}}, pc,
-           Runtime::grid(rows), 10.0 * double(x.numel()));
-  if (w.defined() || has_bias) {
+  if (which != ops::LnGrads::params) {
+    g.dx = rt_->output(x.shape(), x.dtype());
+    rt_->run("layernorm_bwd_dx" + sfx(x) + row_vec(cols), {row_wg(cols)},
+             {{bdy, false}, {bx, false}, {bm, false}, {br, false}, {bw, false}, {Runtime::buffer_of(g.dx), true}},
+             pc, Runtime::grid(rows), 10.0 * double(x.numel()));
+  }
+  if ((w.defined() || has_bias) && which != ops::LnGrads::dx) {
     if (w.defined()) g.dw = rt_->output({cols});
     if (has_bias) g.db = rt_->output({cols});
     // Partial sums per row chunk, (chunks, cols), then summed over the chunks in order. A placeholder for
@@ -64,13 +67,18 @@ ops::LayerNormGrads VulkanBackend::layernorm_backward(const Tensor& dy, const Te
     rt_->run("layernorm_bwd_dwdb" + sfx(x) + (vec == 4 ? "_vec4" : ""), {kWG},
              {{bdy, false}, {bx, false}, {bm, false}, {br, false}, {pw, true}, {pb, true}}, pc2,
              Runtime::grid_for(uint64_t(chunks) * uint64_t(cols) / vec, kWG), 4.0 * double(x.numel()));
-    if (both) {
-      record_sum(pw, Runtime::buffer_of(g.dw), 2, chunks, uint32_t(cols), 1.0f, false, Runtime::buffer_of(g.db),
-                 uint32_t(cols));
-    } else if (chunks > 1) {
-      if (w.defined()) record_sum(pw, Runtime::buffer_of(g.dw), 1, chunks, uint32_t(cols), 1.0f);
-      if (has_bias) record_sum(pb, Runtime::buffer_of(g.db), 1, chunks, uint32_t(cols), 1.0f);
-    }
+    const auto dw = w.defined() ? Runtime::buffer_of(g.dw) : nullptr, db = has_bias ? Runtime::buffer_of(g.db) : nullptr;
+    auto sums = [this, both, chunks, cols, pw, pb, dw, db] {
+      if (both) {
+        record_sum(pw, dw, 2, chunks, uint32_t(cols), 1.0f, false, db, uint32_t(cols));
+      } else if (chunks > 1) {
+        if (dw) record_sum(pw, dw, 1, chunks, uint32_t(cols), 1.0f);
+        if (db) record_sum(pb, db, 1, chunks, uint32_t(cols), 1.0f);
+      }
+    };
+    // Beside other deferred products the sums wait for the phase's end (set_concurrent): their barrier comes once.
+    if (concurrent_) after_concurrent_.push_back(std::move(sums));
+    else sums();
   }
   return g;
 }

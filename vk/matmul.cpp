@@ -107,6 +107,11 @@ const CmTile& VulkanBackend::cm_tile(int64_t M, int64_t N, int64_t K, int64_t ba
 }
 
 void VulkanBackend::set_concurrent(bool on) {
+  if (!on) {
+    std::vector<std::function<void()>> passes;
+    passes.swap(after_concurrent_);
+    for (auto& p : passes) p();  // in the jobs' order, still in the held submission
+  }
   concurrent_ = on;
   rt_->queue().hold(on);  // one submission: a submission boundary would serialize the products again
 }

@@ -88,19 +88,17 @@ Tensor GPT::linear16(const Tensor& x, const Tensor& w, const Tensor& b) {
   return x.dtype() == DType::f16 && w.dtype() == DType::f32 ? ag::linear_master(x, w, b) : ag::linear(x, w, b);
 }
 
+// f16 mode: the norms read f16 copies of their f32 parameters and hand f32 gradients back (deferred, tape.h).
+Tensor GPT::norm16(const Tensor& x, const Tensor& w, const Tensor& b) {
+  return x.dtype() == DType::f16 && w.dtype() == DType::f32 ? ag::layernorm_master(x, w, b) : ag::layernorm(x, w, b);
+}
+
 Tensor GPT::block_forward(const Block& b, const Tensor& x, bool training, Rng& rng, int64_t layer) const {
-  if (cfg_.f16 && b.ln1_w.dtype() != DType::f16) {  // f16 mode: run on f16 copies of the block's weights
-    Block h = b;
-    // Linear weights and biases stay f32: linear16 runs them as f16 copies and hands their gradients back in f32.
-    for (Tensor* t : {&h.ln1_w, &h.ln1_b, &h.ln2_w, &h.ln2_b})
-      if (t->defined()) *t = ag::cast(*t, DType::f16);
-    return block_forward(h, x, training, rng, layer);
-  }
   const int64_t B = x.size(0), T = x.size(1), C = cfg_.n_embd, H = cfg_.n_head, D = C / H;
   const double p = cfg_.dropout;
   // Attention: (B, T, C) -> qkv (B, T, 3C) -> q, k, v (B, H, T, D) -> y (B, T, C)
   const int64_t l = layer;
-  Tensor h = observe(l, "ln_1", ag::layernorm(x, b.ln1_w, b.ln1_b));
+  Tensor h = observe(l, "ln_1", norm16(x, b.ln1_w, b.ln1_b));
   Tensor qkv = observe(l, "attn.qkv", linear16(h, b.attn_w, b.attn_b));
   Tensor y;
   if (cfg_.fused_attention) {
@@ -118,7 +116,7 @@ Tensor GPT::block_forward(const Block& b, const Tensor& x, bool training, Rng& r
   Tensor x1 = residual(l, "attn.out", x, y, b.proj_w, b.proj_b, training, rng);
   observe(l, "resid_mid", x1);
   // MLP: (B, T, C) -> (B, T, 4C) -> (B, T, C)
-  Tensor h2 = observe(l, "ln_2", ag::layernorm(x1, b.ln2_w, b.ln2_b));
+  Tensor h2 = observe(l, "ln_2", norm16(x1, b.ln2_w, b.ln2_b));
   Tensor m = observe(l, "mlp.act", ag::gelu(linear16(h2, b.fc_w, b.fc_b)));
   return observe(l, "resid", residual(l, "mlp.out", x1, m, b.fc2_w, b.fc2_b, training, rng));
 }
@@ -141,14 +139,14 @@ Tensor GPT::forward(const Tensor& idx, bool training, Rng& rng) const {
   ALPHA_CHECK(T >= 1 && T <= cfg_.block_size, ShapeError, "[gpt] sequence length {} exceeds block_size {}", T,
               cfg_.block_size);
   if (cfg_.llama()) return llama_forward(idx, training, rng);
-  // f16 mode: f16 copies of the embeddings and norms; the tied head takes wte itself (linear16: an f32 gradient).
+  // f16 mode: f16 copies of the embeddings; the tied head takes wte itself (linear16: an f32 gradient).
   auto w = [&](const Tensor& t) { return cfg_.f16 && t.defined() ? ag::cast(t, DType::f16) : t; };
   const Tensor wte = w(wte_);
   Tensor tok = ag::embedding(wte, idx);                                  // (B, T, C)
   Tensor pos = ag::narrow(w(wpe_), 0, 0, T);                             // (T, C), broadcast over B
   Tensor x = observe(-1, "embed", ag::dropout(ag::add(tok, pos), cfg_.dropout, rng, training));
   for (size_t l = 0; l < blocks_.size(); ++l) x = block_forward(blocks_[l], x, training, rng, static_cast<int64_t>(l));
-  x = observe(-1, "ln_f", ag::layernorm(x, w(lnf_w_), w(lnf_b_)));
+  x = observe(-1, "ln_f", norm16(x, lnf_w_, lnf_b_));
   return observe(-1, "logits", linear16(x, wte_, Tensor()));  // tied LM head: (B, T, C) @ (V, C)^T -> (B, T, V)
 }
 

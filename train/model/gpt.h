@@ -105,6 +105,7 @@ class GPT {
   Tensor block_forward(const Block& blk, const Tensor& x, bool training, Rng& rng, int64_t layer) const;
   // f16 activations against an f32 master weight: ag::linear_master (the weight's gradient stays f32); else linear.
   static Tensor linear16(const Tensor& x, const Tensor& w, const Tensor& b);
+  static Tensor norm16(const Tensor& x, const Tensor& w, const Tensor& b);
   Tensor residual(int64_t layer, const char* what, const Tensor& r, const Tensor& x, const Tensor& w, const Tensor& b,
                   bool training, Rng& rng) const;
   const Tensor& observe(int64_t layer, const char* what, const Tensor& x) const;
