@@ -2,7 +2,8 @@
 // 256 invocations as 16 x 16 compute a BM x BN tile (BM = 16*TM, BN = 16*TN); invocation (tx, ty) owns TM/4
 // groups of 4 rows at 64*g + 4*ty and TN/4 groups of 4 columns at 64*g + 4*tx, read from shared memory as vec4s
 // (a quarter of the load instructions; a subgroup's B reads are 256 contiguous bytes). Per BK step the tile's A and B slices go to shared memory K-major, prefetched into registers one
-// step ahead so global loads overlap the FMAs. Variants: SMALL (64 x 64 tiles, for small grids), F16 storage.
+// step ahead so global loads overlap the FMAs. Variants: SMALL (64 x 64 tiles, for small grids), F16 storage,
+// OUT_F32 (with F16: f32 output).
 // The transposes are specialization constants 0 (A) and 1 (B): they only change the load index patterns.
 #version 450
 #extension GL_EXT_control_flow_attributes : require
@@ -11,6 +12,11 @@
 #define T float16_t
 #else
 #define T float
+#endif
+#ifdef OUT_F32
+#define CT float  // f16 operands, the f32 accumulators stored unrounded (ops::matmul_f32: f32 weight gradients)
+#else
+#define CT T
 #endif
 #include "push_constants.h"
 
@@ -35,7 +41,7 @@ layout(push_constant) uniform Push { MatmulPC p; };
 
 layout(std430, binding = 0) readonly buffer A { T a[]; };
 layout(std430, binding = 1) readonly buffer B { T b[]; };
-layout(std430, binding = 2) writeonly buffer C { T c[]; };
+layout(std430, binding = 2) writeonly buffer C { CT c[]; };
 
 // Rows padded by one vec4: the k-contiguous staging pattern (BK values of k x 32 / BK rows per subgroup) then
 // hits distinct banks (2-way for BK = 16: stores only, 1/8 as frequent as the reads).
@@ -99,7 +105,7 @@ void main() {
     if (row >= p.M) continue;
     [[unroll]] for (uint j = 0; j < TN; ++j) {
       const uint col = n0 + 64 * (j / 4) + 4 * tx + j % 4;
-      if (col < p.N) c[cbase + row * p.N + col] = T(acc[i][j]);
+      if (col < p.N) c[cbase + row * p.N + col] = CT(acc[i][j]);
     }
   }
 }

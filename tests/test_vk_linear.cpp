@@ -304,6 +304,18 @@ TEST_CASE("layernorm_master: dw/db deferred with the bits of the walk's and of c
       expect_close(got[i], cpu[i], 2e-2, 2e-2, fmt::format("{} (GPU vs CPU)", names[i]));
     }
   }
+  // ALPHA_VK_CHECK compares each GPU result as it is recorded: the deferred norms' sums must not be pending then.
+  {
+    set_gpu_check(true);
+    struct Off {
+      ~Off() { set_gpu_check(false); }
+    } off;
+    std::vector<Tensor> checked;
+    CHECK_NOTHROW(run(false, true));
+    CHECK_NOTHROW(checked = run(true, true));
+    for (size_t i = 0; i < checked.size(); ++i)
+      if (checked[i].defined()) expect_close(checked[i], run(false, true)[i], 0, 0, fmt::format("{} (checked)", names[i]));
+  }
   CHECK_THROWS_AS(ag::layernorm_master(randn({4, 8}, 805), randn({8}, 806), Tensor()), DTypeError);  // f32 x
   expect_clean();
 }

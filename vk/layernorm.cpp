@@ -1,6 +1,7 @@
 // LayerNorm forward/backward on the GPU. Forward and dx: one workgroup per row; dw/db: one invocation
 // per column summing rows in order (deterministic). Absent w/b bind a placeholder the shader ignores.
 // f16 x (with f16 w, b, dy): f16-storage variants; mean, rstd and dw/db stay f32 (core/ops.h).
+#include "core/gpu_check.h"
 #include "spirv/push_constants.h"
 #include "vk/backend.h"
 
@@ -77,7 +78,8 @@ ops::LayerNormGrads VulkanBackend::layernorm_backward(const Tensor& dy, const Te
       }
     };
     // Beside other deferred products the sums wait for the phase's end (set_concurrent): their barrier comes once.
-    if (concurrent_) after_concurrent_.push_back(std::move(sums));
+    // ALPHA_VK_CHECK reads every result as it returns: then they run now.
+    if (concurrent_ && !ops::gpu_check::check_state().on) after_concurrent_.push_back(std::move(sums));
     else sums();
   }
   return g;

@@ -196,13 +196,6 @@ Tensor VulkanBackend::matmul_out(const Tensor& a, const Tensor& b, bool ta, bool
   const int64_t sa = batch_stride(a, batch), sb = batch_stride(b, batch);
   if (sa < 0 || sb < 0 || nb == 0 || M == 0 || N == 0 || nb > 65535) return {};
   std::string kernel = matmul_kernel(a.dtype(), M, N, K, nb);
-  if (out_dtype != a.dtype() && kernel.rfind("matmul_cm", 0) != 0) {  // SIMT f16 kernels have no f32 output:
-    const Tensor h = matmul_out(a, b, ta, tb, a.dtype());              // their f16 product, widened
-    if (!h.defined()) return {};
-    Tensor w = rt_->output(h.shape(), out_dtype);
-    record_cast(Runtime::buffer_of(h), Runtime::buffer_of(w), uint32_t(h.numel()), false);
-    return w;
-  }
   // f16 coopmat with every size and stride a multiple of 8: 16-byte loads of 8 halves.
   const bool vec8 = kernel == "matmul_cm_f16" && M % 8 == 0 && N % 8 == 0 && K % 8 == 0 && a.size(-1) % 8 == 0 &&
                     b.size(-1) % 8 == 0 && sa % 8 == 0 && sb % 8 == 0;

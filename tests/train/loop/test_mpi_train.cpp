@@ -75,7 +75,10 @@ double max_rel(const std::vector<double>& a, const std::vector<double>& b) {
   return m;
 }
 
-void check_equivalence(const std::string& device_args) {
+// tol: the losses' relative difference allowed. Grad accumulation and the all-reduce add a tied weight's
+// contributions in another association; f16 copies of the weights turn those last-bit differences into rare f16
+// rounding flips (~1e-5 of the loss over 50 steps), f32 runs stay within ~1e-7.
+void check_equivalence(const std::string& device_args, double tol = 1e-6) {
   TempDir dir("alpha_mpi_eq");
   REQUIRE(train(dir.path, "one", 0, "--set train.grad_accum=2 " + device_args).status == 0);
   const Run two = train(dir.path, "two", 2, device_args);
@@ -86,11 +89,11 @@ void check_equivalence(const std::string& device_args) {
   REQUIRE(l2.size() == 50);
   CHECK(l1.front() != l1.back());  // it trains
   MESSAGE("max relative loss difference over 50 steps (" << device_args << "): " << max_rel(l1, l2));
-  CHECK(max_rel(l1, l2) <= 1e-6);
+  CHECK(max_rel(l1, l2) <= tol);
   const auto v1 = records(dir.path / "one/metrics.jsonl", "eval", "val_loss");
   const auto v2 = records(dir.path / "two/metrics.jsonl", "eval", "val_loss");
   REQUIRE(v1.size() == 2);
-  CHECK(max_rel(v1, v2) <= 1e-6);
+  CHECK(max_rel(v1, v2) <= tol);
   // Per-rank figures reach the step records (rank 0 writes them).
   const auto steps = of_type(dir.path / "two/metrics.jsonl", "step");
   REQUIRE(steps.back().contains("ranks"));
@@ -122,7 +125,7 @@ TEST_CASE("2 Vulkan ranks with the GPU optimizer (f16 AdamW; Muon) equal 1 proce
   // The all-reduced gradients reach the GPU optimizer from the host; its GPU-summed loss is summed over the ranks.
   const std::string gpu = "--set device=vulkan --set dispatch.threshold=0 --set dispatch.matmul_threshold=0 "
                           "--set optim.device=gpu ";
-  check_equivalence(gpu + "--set model.precision=f16");
+  check_equivalence(gpu + "--set model.precision=f16", 1e-4);
   check_equivalence(gpu + "--set optim.name=muon");
   // ZeRO's shards are host tensors: refused with a config error, not a wrong run.
   TempDir dir("alpha_mpi_gpu_zero");
