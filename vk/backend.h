@@ -9,9 +9,9 @@
 // to n (0: everything on the GPU, for tests); it wins over the config.
 #pragma once
 #include <array>
+#include <functional>
 #include <memory>
 #include <span>
-#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
