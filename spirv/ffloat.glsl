@@ -5,8 +5,14 @@
 // Veltkamp/Dekker splitting (plain `precise` mul/add), a fused multiply-add built on it, and division and sqrt
 // corrected with an exact residual (Markstein). The update then matches the CPU's bits except in rare
 // double-rounding cases.
+// FUSED_FMA (the `_ffma` twins, run where vk/adamw.cpp's probe finds fma() fused): the product's error as one
+// fma, 2 operations instead of 17. The error is exact either way, so both give the same bits (subnormal errors aside).
 vec2 two_prod(float a, float b) {  // a*b == hi + lo exactly (no overflow for |a|, |b| < 2^100)
   precise float p = a * b;
+#ifdef FUSED_FMA
+  precise float fe = fma(a, b, -p);
+  return vec2(p, fe);
+#endif
   precise float ca = 4097.0 * a;
   precise float ah = ca - (ca - a);
   precise float al = a - ah;

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <limits>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "core/backend.h"
@@ -94,6 +95,16 @@ double run_five_steps(double max_norm, double grad_scale, const AdamWOptions& o)
   return scale;
 }
 
+// Grads whose elements spread over 2^-30 .. 2^4: the float-float products of the update and the norm meet exponents
+// over ~70 binades, their errors stay normal floats (subnormal ones the emulation may flush, a fused fma does not).
+Tensor spread_grad(const Shape& s, uint64_t seed) {
+  Tensor g = vktest::randn(s, seed);
+  float* p = g.mutable_data<float>();
+  Rng rng(seed + 7);
+  for (int64_t i = 0; i < g.numel(); ++i) p[i] = std::ldexp(p[i], static_cast<int>(rng.next_u32() % 35) - 30);
+  return g;
+}
+
 // Params of a finished run's checkpoint, by name.
 std::vector<std::pair<std::string, Tensor>> checkpoint_tensors(const fs::path& run, int64_t step) {
   return load_run_checkpoint((run / checkpoint_file_name(step)).string()).file.tensors;
@@ -165,6 +176,45 @@ TEST_CASE("gpu adamw: the grad norm matches the CPU's double sum and is bit-iden
   MESSAGE("grad norm cpu " << cpu_norm << " gpu bits " << seen[0]);
 }
 
+TEST_CASE("gpu adamw: the fused-fma kernels give the emulated kernels' bits; ALPHA_VK_FUSED_FMA is checked") {
+  vktest::GpuScope scope;
+  const std::vector<Tensor> ps0 = [] {
+    std::vector<Tensor> v = make_params(300);
+    v.push_back(vktest::randn({256, 1001}, 399).set_requires_grad(true));  // the 4-wide kernel
+    return v;
+  }();
+  auto run = [&](const char* mode) {
+    setenv("ALPHA_VK_FUSED_FMA", mode, 1);
+    std::vector<Tensor> ps = clones(ps0);
+    AdamWOptions o;
+    o.weight_decay = 0.1;
+    vk::GpuAdamW gpu(vktest::gpu(), ps, o);
+    std::vector<double> norms;
+    for (int step = 0; step < 4; ++step) {
+      for (size_t i = 0; i < ps.size(); ++i) ps[i].set_grad(spread_grad(ps[i].shape(), 2000 + 10 * step + i));
+      gpu.clip_and_step(1e-2, 1.0, 0.5);
+      norms.push_back(gpu.read_stats().grad_norm);
+      gpu.zero_grad();
+    }
+    unsetenv("ALPHA_VK_FUSED_FMA");
+    return std::tuple{gpu.ffma(), snapshot(gpu, ps), norms};
+  };
+  const auto [off_suffix, off, off_norms] = run("0");
+  CHECK(off_suffix.empty());
+  const auto [auto_suffix, on, on_norms] = run("auto");
+  const std::string verdict = auto_suffix.empty() ? "no (emulated kernels)" : "yes";
+  MESSAGE("fused fma on this device: " << verdict);
+  if (auto_suffix.empty()) {
+    CHECK_THROWS_WITH_AS(run("1"), doctest::Contains("not fused"), ValueError);
+  } else {
+    CHECK(same_floats(on, off));  // params, m and v after 4 steps, bit for bit
+    CHECK(on_norms == off_norms);
+    CHECK(std::get<0>(run("1")) == "_ffma");
+  }
+  CHECK_THROWS_WITH_AS(run("yes"), doctest::Contains("ALPHA_VK_FUSED_FMA"), ValueError);
+  unsetenv("ALPHA_VK_FUSED_FMA");
+}
+
 TEST_CASE("gpu adamw: a step keeps the params on the GPU (host copies stale, nothing read back)") {
   vktest::GpuScope scope;
   std::vector<Tensor> ps = make_params(7);
@@ -195,14 +245,14 @@ TEST_CASE("gpu adamw: the update rewrites a weight's cached f16 copy, which then
   for (int step = 0; step < 3; ++step) {
     CAPTURE(step);
     for (size_t i = 0; i < ps.size(); ++i) ps[i].set_grad(vktest::randn(ps[i].shape(), 40 + 10 * step + i));
-    const int64_t h16_before = vktest::kernel_runs("adamw_f32_vec4_h16") + vktest::kernel_runs("adamw_f32_h16");
-    const int64_t multi_before = vktest::kernel_runs("adamw_f32_vec4_multi");
+    const int64_t h16_before = vktest::kernel_runs("adamw_f32_vec4_h16" + gpu.ffma()) + vktest::kernel_runs("adamw_f32_h16" + gpu.ffma());
+    const int64_t multi_before = vktest::kernel_runs("adamw_f32_vec4_multi" + gpu.ffma());
     gpu.clip_and_step(1e-2, 1.0);
     vktest::gpu().sync();
     // The sizes that divide by 4 ({10, 100}) update in the multi-param kernel, the others one by one.
-    CHECK(vktest::kernel_runs("adamw_f32_vec4_h16") + vktest::kernel_runs("adamw_f32_h16") ==
+    CHECK(vktest::kernel_runs("adamw_f32_vec4_h16" + gpu.ffma()) + vktest::kernel_runs("adamw_f32_h16" + gpu.ffma()) ==
           h16_before + static_cast<int64_t>(ps.size()) - 2);
-    CHECK(vktest::kernel_runs("adamw_f32_vec4_multi") == multi_before + 1);
+    CHECK(vktest::kernel_runs("adamw_f32_vec4_multi" + gpu.ffma()) == multi_before + 1);
     const int64_t casts = vktest::kernel_runs("cast_f32_f16") + vktest::kernel_runs("cast_f32_f16_vec4");
     for (size_t i = 1; i < ps.size(); ++i) {
       CAPTURE(i);
@@ -248,12 +298,12 @@ TEST_CASE("gpu adamw: params in groups of 6 per dispatch update as one by one: C
       pc[i].set_grad(g);
       pg[i].set_grad(g.clone());
     }
-    const int64_t before = vktest::kernel_runs("adamw_f32_vec4_multi");
+    const int64_t before = vktest::kernel_runs("adamw_f32_vec4_multi" + gpu.ffma());
     clip_grad_norm(pc, 0.0);
     cpu.step(1e-2);
     gpu.clip_and_step(1e-2, 0.0);
     (void)gpu.read_stats();
-    CHECK(vktest::kernel_runs("adamw_f32_vec4_multi") == before + 3);
+    CHECK(vktest::kernel_runs("adamw_f32_vec4_multi" + gpu.ffma()) == before + 3);
     for (size_t i = 0; i < pc.size(); ++i) {
       CAPTURE(i);
       identical += same_bytes(pg[i], pc[i]) + same_bytes(gpu.exp_avg()[i], cpu.exp_avg()[i]) +

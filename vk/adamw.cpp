@@ -6,6 +6,9 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
 #include <span>
 #include <vector>
 
@@ -20,7 +23,43 @@ constexpr uint32_t kWG = 256;
 constexpr uint64_t kNormChunk = uint64_t{kWG} * ADAMW_NORM_ITEMS;  // grad elements per partial sum
 
 uint64_t norm_parts(int64_t n) { return (static_cast<uint64_t>(n) + kNormChunk - 1) / kNormChunk; }
+
+bool probe_fused_fma(Runtime& rt) {
+  // Pairs whose products and errors stay normal floats (|a|, |b| in [2^-40, 2^40]): there the exact error is a float,
+  // so a fused fma gives it bit for bit and an unfused one (a * b rounded first: error 0) does not.
+  constexpr uint32_t kPairs = 4096;
+  std::vector<float> ab(2 * kPairs);
+  uint64_t x = 0x9e3779b97f4a7c15ull;
+  for (float& v : ab) {
+    x = x * 6364136223846793005ull + 1442695040888963407ull;
+    const float mant = 1.0f + float((x >> 40) & 0xffffff) / 16777216.0f;  // 24 random mantissa bits
+    v = std::ldexp((x >> 39) & 1 ? -mant : mant, int((x >> 32) % 81) - 40);
+  }
+  const auto in = rt.upload_new(ab.data(), ab.size() * sizeof(float));
+  const auto out = rt.scratch(ab.size() * sizeof(float));
+  const struct { uint32_t n; } push{kPairs};
+  rt.run("fma_probe", {64}, {{in, false}, {out, true}}, push, Runtime::grid_for(kPairs, 64), 0.0);
+  std::vector<float> pe(ab.size());
+  rt.queue().download(out, pe.data(), pe.size() * sizeof(float));
+  for (uint32_t i = 0; i < kPairs; ++i) {
+    const float a = ab[2 * i], b = ab[2 * i + 1], p = a * b, e = std::fma(a, b, -p);
+    if (std::memcmp(&pe[2 * i], &p, 4) != 0 || std::memcmp(&pe[2 * i + 1], &e, 4) != 0) return false;
+  }
+  return true;
+}
 }  // namespace
+
+bool fused_fma(Runtime& rt) {
+  const char* e = std::getenv("ALPHA_VK_FUSED_FMA");
+  const std::string mode = e && *e ? e : "auto";
+  if (mode == "0") return false;
+  if (mode != "1" && mode != "auto")
+    throw ValueError(fmt::format("[adamw gpu] ALPHA_VK_FUSED_FMA='{}' is not one of 0, 1, auto", mode));
+  const bool fused = probe_fused_fma(rt);
+  ALPHA_CHECK(fused || mode == "auto", ValueError,
+              "[adamw gpu] ALPHA_VK_FUSED_FMA=1 but this device's fma() is not fused (spirv/fma_probe.comp)");
+  return fused;
+}
 
 GpuAdamW::GpuAdamW(VulkanBackend& backend, std::vector<Tensor> params, AdamWOptions opt)
     : AdamW(std::move(params), opt), rt_(backend.runtime()) {
@@ -30,6 +69,7 @@ GpuAdamW::GpuAdamW(VulkanBackend& backend, std::vector<Tensor> params, AdamWOpti
                 "[adamw gpu] param {} ({}) cannot live on the GPU (needs contiguous, offset 0, this device's buffer)",
                 i, p.str());
   }
+  ffma_ = fused_fma(rt_) ? "_ffma" : "";
   stats_ = Tensor::zeros({4}, DType::f32);
   rt_.input(stats_);  // uploaded once; from here on only kernels write it
 }
@@ -106,7 +146,7 @@ void GpuAdamW::clip_and_step(double lr, double max_norm, double inv_scale) {
       work += 2.0 * double(g.numel());
     }
     static_assert(ADAMW_NORM_GRADS == 8, "the binding list below names 8 grads");
-    rt_.run("adamw_norm_partial_f32", {kWG},
+    rt_.run("adamw_norm_partial_f32" + ffma_, {kWG},
             {{gb[0], false}, {gb[1], false}, {gb[2], false}, {gb[3], false}, {gb[4], false}, {gb[5], false},
              {gb[6], false}, {gb[7], false}, {partials_, true, /*disjoint=*/true}},
             npc, Runtime::grid(groups), work);
@@ -114,7 +154,7 @@ void GpuAdamW::clip_and_step(double lr, double max_norm, double inv_scale) {
   }
   const auto bs = rt_.input(stats_);
   const pc::AdamWFinalPC fpc{uint32_t(parts), static_cast<float>(std::max(max_norm, 0.0)), inv, loss_added_ ? 1u : 0u};
-  rt_.run("adamw_norm_final_f32", {kWG}, {{partials_, false}, {bs, true}}, fpc, {1, 1, 1}, 2.0 * double(parts));
+  rt_.run("adamw_norm_final_f32" + ffma_, {kWG}, {{partials_, false}, {bs, true}}, fpc, {1, 1, 1}, 2.0 * double(parts));
   stats_.storage()->mark_device_written();
   loss_added_ = false;
 
@@ -179,7 +219,7 @@ void GpuAdamW::update_params(const std::vector<size_t>& which, const std::vector
     std::vector<Binding> b{{rt_.input(p), true}, {rt_.input(grads[i]), false}, {rt_.input(ms[i]), true},
                            {rt_.input(vs[i]), true}, {bs, false}};
     if (h16) b.push_back({rt_.input(halves[0]), true});
-    const std::string kernel = std::string(vec4 ? "adamw_f32_vec4" : "adamw_f32") + (h16 ? "_h16" : "");
+    const std::string kernel = std::string(vec4 ? "adamw_f32_vec4" : "adamw_f32") + (h16 ? "_h16" : "") + ffma_;
     // ALPHA_VK_PROFILE_SHAPES=1: the per-kernel GPU times split the updates by param size.
     rt_.run(kernel, {kWG}, b, pc, Runtime::grid_for(vec4 ? n / 4 : n, kWG), (h16 ? 11.0 : 10.0) * double(n),
             profile_sizes_ ? fmt::format("{}[n={}]", kernel, n) : std::string());
@@ -210,7 +250,7 @@ void GpuAdamW::update_params(const std::vector<size_t>& which, const std::vector
       work += (halves[slot].defined() ? 11.0 : 10.0) * double(n);
     }
     b[5 * ADAMW_MULTI] = {bs, false};
-    rt_.run("adamw_f32_vec4_multi", {kWG}, std::span<const Binding>(b), pc, Runtime::grid(groups), work);
+    rt_.run("adamw_f32_vec4_multi" + ffma_, {kWG}, std::span<const Binding>(b), pc, Runtime::grid(groups), work);
   }
   for (size_t k = 0; k < which.size(); ++k) {
     const Tensor& p = ps[which[k]];

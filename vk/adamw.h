@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "optim/adamw.h"
@@ -15,6 +16,12 @@
 #include "vk/backend.h"
 
 namespace alpha::vk {
+
+// Whether this device's fma() rounds once, probed with spirv/fma_probe.comp (the product errors of pairs spread over
+// exponents, against the exact ones computed here): the `_ffma` kernels' float-float products then give the emulated
+// ones' bits with 2 operations instead of 17. ALPHA_VK_FUSED_FMA=0 keeps the emulation; anything but 0, 1 or auto is
+// a ValueError; 1 fails where the probe does not pass (ValueError), as a forced mode should.
+bool fused_fma(Runtime& rt);
 
 class GpuAdamW : public AdamW {
  public:
@@ -44,6 +51,7 @@ class GpuAdamW : public AdamW {
   // One host read (waits for the queued work). After a vetoed step it sets step_count() back; a clip_and_step
   // whose stats were not read is read by the next clip_and_step, so the count is right before it is used.
   Stats read_stats();
+  const std::string& ffma() const { return ffma_; }  // the kernels' suffix: "_ffma" where fused_fma(), else ""
 
  protected:
   Runtime& runtime() { return rt_; }
@@ -57,6 +65,7 @@ class GpuAdamW : public AdamW {
   static Tensor half_copy(const Tensor& p);  // p's current f16 copy (ops::cast_cached), else undefined
 
   Runtime& rt_;
+  std::string ffma_;  // kernel suffix: "_ffma" (fused fma) or ""
   Tensor stats_;  // f32[4] on the GPU: loss sum, grad norm, grad coefficient, skip flag (adamw.comp)
   std::shared_ptr<GpuBuffer> partials_;  // grad-norm partial sums (float-float pairs)
   uint64_t partials_cap_ = 0;            // pairs partials_ holds

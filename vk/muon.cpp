@@ -78,7 +78,7 @@ void GpuMuon::clip_and_step(double lr, double max_norm, double inv_scale) {
       grid[2] = static_cast<uint32_t>(G);
       return grid;
     };
-    rt.run("muon_partial_f32", {kWG}, {{Runtime::buffer_of(u), false}, {partials_, true}}, npc,
+    rt.run("muon_partial_f32" + ffma(), {kWG}, {{Runtime::buffer_of(u), false}, {partials_, true}}, npc,
            stacked(Runtime::grid(parts)), 2.0 * double(G * mn));
     Tensor x = rt.output(u.shape(), DType::f32);
     rt.run("muon_normalize_f32", {kWG},
