@@ -14,15 +14,17 @@ Tensor record_layernorm(const Tensor& x, const Tensor& w, const Tensor& b, const
   const bool has_bias = b.defined();
   return record("layernorm", r.y, {x, w, b}, [x, w, b, wr, mean = r.mean, rstd = r.rstd, has_bias](const Tensor& g) {
     // The weight and bias gradients are off the walk's critical path: deferred beside the linears' (tape.h).
+    // x's gradient so far (the residual stream's, in a GPT block) is added in the dx pass: no separate add.
+    const Tensor acc = take_grad(x);
     if (w.defined() && w.is_leaf() && (!has_bias || b.is_leaf()) && deferring_leaf_grads()) {
-      const Tensor dx = ops::layernorm_backward(g, x, wr, mean, rstd, has_bias, ops::LnGrads::dx).dx;
+      const Tensor dx = ops::layernorm_backward(g, x, wr, mean, rstd, has_bias, ops::LnGrads::dx, acc).dx;
       defer_leaf_grads({w, b}, [g, x, wr, mean, rstd, has_bias] {
         ops::LayerNormGrads d = ops::layernorm_backward(g, x, wr, mean, rstd, has_bias, ops::LnGrads::params);
         return std::vector<Tensor>{d.dw, d.db};
       });
       return std::vector<Tensor>{dx, Tensor(), Tensor()};
     }
-    ops::LayerNormGrads d = ops::layernorm_backward(g, x, wr, mean, rstd, has_bias);
+    ops::LayerNormGrads d = ops::layernorm_backward(g, x, wr, mean, rstd, has_bias, ops::LnGrads::all, acc);
     return std::vector<Tensor>{d.dx, d.dw, d.db};
   });
 }

@@ -1,6 +1,8 @@
 #include "autograd/tape.h"
 
 #include <atomic>
+#include <cstdlib>
+#include <string>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -118,6 +120,30 @@ void defer_leaf_grads(std::vector<Tensor> leaves, std::function<std::vector<Tens
 }
 
 void set_defer_leaf_grads(bool on) { g_defer_enabled = on; }
+
+namespace {
+// Off unless ALPHA_FUSED_ACCUMULATION=1: the vk kernel's bits are verified on lavapipe, not yet on NVIDIA's driver,
+// where a first version was one f16 ulp off the separate add (docs/PERFORMANCE.md, session 26).
+bool fuse_from_env() {
+  const char* e = std::getenv("ALPHA_FUSED_ACCUMULATION");
+  return e && std::string(e) == "1";
+}
+std::atomic<bool> g_fuse_accumulation{fuse_from_env()};
+thread_local bool t_in_backward = false;
+}  // namespace
+
+Tensor take_grad(const Tensor& input) {
+  if (!t_in_backward || !g_fuse_accumulation || detail::hooks_active() || !input.defined()) return {};
+  if (t_deferring && t_pending.count(input.impl())) return {};  // later contributions queue behind its job
+  Tensor g = input.grad();
+  if (!g.defined() || g.shape() != input.shape()) return {};
+  Tensor slot = input;  // a handle on the same impl: clears the input's grad slot
+  slot.set_grad(Tensor());
+  return g;
+}
+
+void set_fuse_grad_accumulation(bool on) { g_fuse_accumulation = on; }
+bool fuse_grad_accumulation() { return g_fuse_accumulation; }
 int64_t deferred_jobs_run() { return t_jobs_run; }
 
 bool grad_enabled() { return t_grad_enabled; }
@@ -158,6 +184,10 @@ void backward(const Tensor& loss, double seed_value, const LeafReadyFn& on_leaf_
   } defer_scope;
   clear_deferred();
   t_deferring = g_defer_enabled && !on_leaf_ready && !detail::hooks_active() && active_backend() != nullptr;
+  struct InBackward {  // take_grad works only inside the walk
+    InBackward() { t_in_backward = true; }
+    ~InBackward() { t_in_backward = false; }
+  } in_backward;
   Tensor seed = Tensor::full(loss.shape(), seed_value, loss.dtype());
   Tensor root = loss;
   accumulate(root, seed);

@@ -53,6 +53,17 @@ void defer_leaf_grads(std::vector<Tensor> leaves, std::function<std::vector<Tens
 void set_defer_leaf_grads(bool on);
 int64_t deferred_jobs_run();  // deferred jobs this thread ran (tests: the path was taken)
 
+// Fused accumulation. Inside backward(), a closure whose op can add an input's gradient so far into its own result
+// in the same pass (LayerNorm's dx takes the residual stream's gradient: no separate add) takes that gradient out of
+// the input's slot and returns the sum as the input's gradient: the same adds in the same order as the walk's
+// accumulation. Undefined (nothing taken) where the slot is empty, the input is a leaf with a deferred job pending,
+// inspection hooks run (they see each op's own gradient) or the switch is off.
+Tensor take_grad(const Tensor& input);
+// Process-wide switch, off by default (ALPHA_FUSED_ACCUMULATION=1 turns it on) until the vk kernel's bits are
+// verified on NVIDIA's driver; tests compare both.
+void set_fuse_grad_accumulation(bool on);
+bool fuse_grad_accumulation();
+
 size_t tape_size();
 void clear_tape();  // drop recorded ops without running them (e.g. after an eval forward with grad on)
 

@@ -51,8 +51,9 @@ class Backend {
   virtual Tensor embedding(const Tensor&, const Tensor&) { return {}; }
   virtual Tensor embedding_backward(const Tensor&, const Tensor&, int64_t) { return {}; }
   virtual ops::LayerNormOut layernorm(const Tensor&, const Tensor&, const Tensor&, double) { return {}; }
+  // acc: see ops::layernorm_backward; a backend that adds it in its dx kernel sets dx_has_acc, else ops adds it.
   virtual ops::LayerNormGrads layernorm_backward(const Tensor&, const Tensor&, const Tensor&, const Tensor&,
-                                                 const Tensor&, bool, ops::LnGrads) { return {}; }
+                                                 const Tensor&, bool, ops::LnGrads, const Tensor&) { return {}; }
   virtual Tensor gelu(const Tensor&) { return {}; }
   virtual Tensor gelu_backward(const Tensor&, const Tensor&) { return {}; }
   virtual Tensor linear(const Tensor&, const Tensor&, const Tensor&) { return {}; }  // 2-D x (rows, in), bias fused

@@ -381,15 +381,20 @@ LayerNormOut layernorm(const Tensor& x, const Tensor& w, const Tensor& b, double
 }
 
 LayerNormGrads layernorm_backward(const Tensor& dy, const Tensor& x, const Tensor& w, const Tensor& mean,
-                                  const Tensor& rstd, bool has_bias, LnGrads which) {
+                                  const Tensor& rstd, bool has_bias, LnGrads which, const Tensor& acc) {
   check_float16(dy, "layernorm_backward", "dy");
   check_mixable(dy, x, "layernorm_backward");
   ALPHA_CHECK(dy.shape() == x.shape(), ShapeError, "[layernorm_backward] dy {} and x {} differ", dy.str(),
               x.str());
   check_ln_param(w, x, "weight");
-  return dispatch<LayerNormGrads>("layernorm_backward", {dy, x, w, mean, rstd},
+  ALPHA_CHECK(!acc.defined() || (which != LnGrads::params && acc.shape() == x.shape() && acc.dtype() == x.dtype()),
+              ShapeError, "[layernorm_backward] acc {} must be x's shape and dtype ({}) and come with dx",
+              acc.defined() ? acc.str() : std::string(), x.str());
+  // ALPHA_VK_CHECK compares the kernel's own dx with the CPU's: the add stays apart there.
+  const Tensor& fused_acc = check_state().on ? Tensor() : acc;
+  LayerNormGrads out = dispatch<LayerNormGrads>("layernorm_backward", {dy, x, w, mean, rstd},
       OpClass::layernorm, x.numel(),
-      [&](Backend& be) { return be.layernorm_backward(dy, x, w, mean, rstd, has_bias, which); },
+      [&](Backend& be) { return be.layernorm_backward(dy, x, w, mean, rstd, has_bias, which, fused_acc); },
       [&] {
         LayerNormGrads g = cpu::layernorm_backward(up(dy), up(x), up(w), mean, rstd, has_bias);
         if (which == LnGrads::dx) g.dw = g.db = Tensor();
@@ -397,6 +402,9 @@ LayerNormGrads layernorm_backward(const Tensor& dy, const Tensor& x, const Tenso
         return g;
       },
       half_out({dy, x, w}) ? Half::yes : Half::no);  // mean/rstd are f32 in f16 mode too: they do not vote
+  if (acc.defined() && !out.dx_has_acc) out.dx = add(acc, out.dx);
+  out.dx_has_acc = false;
+  return out;
 }
 
 Tensor gelu(const Tensor& x) {

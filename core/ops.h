@@ -78,11 +78,15 @@ struct LayerNormOut {
 LayerNormOut layernorm(const Tensor& x, const Tensor& w, const Tensor& b, double eps);
 struct LayerNormGrads {
   Tensor dx, dw, db;  // dw/db undefined when w/b are
+  bool dx_has_acc = false;  // (backends) dx already holds acc + dx, added in the dx kernel
 };
 // Which gradients to compute: all, dx alone, or dw/db alone (ag defers the parameters' to after the walk).
 enum class LnGrads { all, dx, params };
+// acc (x's shape and dtype, not with LnGrads::params): dx = acc + dx, dx rounded to x's dtype first, as a separate
+// add of the two would give (the gradient accumulation of ag::take_grad; vk adds it in the dx kernel).
 LayerNormGrads layernorm_backward(const Tensor& dy, const Tensor& x, const Tensor& w, const Tensor& mean,
-                                  const Tensor& rstd, bool has_bias, LnGrads which = LnGrads::all);
+                                  const Tensor& rstd, bool has_bias, LnGrads which = LnGrads::all,
+                                  const Tensor& acc = Tensor());
 
 // ---- GELU, tanh approximation (GPT-2's) ----
 Tensor gelu(const Tensor& x);

@@ -7,6 +7,8 @@
 // the same order, so the same bits. dx VEC4 (cols % 4 == 0, cols <= 4 * WG * MAXQ): the row's dy and x quads
 // read once into registers for both passes.
 // F16: dy, x, w, dx stored f16; mean, rstd and the dw/db partials stay f32; math f32.
+// ACC (F16 VEC4 dx): dx = acc + dx, dx rounded to f16 first and the pair added in f32 and rounded, as binary.comp's
+// f16 add (the residual stream's gradient accumulated in this pass: ag::take_grad).
 #version 450
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_shuffle : require
@@ -70,6 +72,12 @@ void main() {
 #else
 layout(std430, binding = 4) readonly buffer W { VT w[]; };  // a dummy when !has_w
 layout(std430, binding = 5) writeonly buffer DX { VT dx[]; };
+#ifdef ACC
+#if !defined(F16) || !defined(VEC4)
+#error "the accumulating dx is the f16 4-wide kernel's"
+#endif
+layout(std430, binding = 6) readonly buffer ACCB { VT acc[]; };
+#endif
 
 shared float red[WG];
 #include "reduce.glsl"
@@ -96,7 +104,17 @@ void main() {
   const float mgx = wg_sum(s2) / float(p.cols);
   [[unroll]] for (uint k = 0u; k < MAXQ; ++k) {
     const uint j = t + k * WG;
+#ifdef ACC
+    if (j < q) {
+      // dx rounded to f16 and its bits xor'ed with db_off (0 in this kernel, unknown to the compiler): the H200's
+      // compiler folded a plain f16 round trip into the add (1 ulp off the separate add's bits).
+      const vec4 r = rs * (gs[k] - mg - xh[k] * mgx);
+      const uvec2 h = uvec2(packHalf2x16(r.xy), packHalf2x16(r.zw)) ^ uvec2(p.db_off);
+      dx[base + j] = VT(vec4(acc[base + j]) + vec4(unpackHalf2x16(h.x), unpackHalf2x16(h.y)));
+    }
+#else
     if (j < q) dx[base + j] = VT(rs * (gs[k] - mg - xh[k] * mgx));
+#endif
   }
 }
 #else

@@ -320,6 +320,47 @@ TEST_CASE("layernorm_master: dw/db deferred with the bits of the walk's and of c
   expect_clean();
 }
 
+TEST_CASE("layernorm residual: x's gradient so far is added in LayerNorm's dx pass with the separate add's bits") {
+  GpuScope g;
+  REQUIRE(kKernelCounts);
+  // y = x + linear(layernorm(x)), two passes: the walk reaches the norm with x's residual gradient (and, in the
+  // second pass, the first pass's) in its slot; the 32 columns take the f16 4-wide kernel, 30 the separate add.
+  const bool fuse0 = ag::fuse_grad_accumulation();
+  const auto run = [&](bool fuse, int64_t C) {
+    ag::set_fuse_grad_accumulation(fuse);
+    const Tensor gy = f16(randn({2, 100, C}, 810));
+    Tensor x = f16(randn({2, 100, C}, 811));
+    Tensor lw = randn({C}, 812, 0.5), lb = randn({C}, 813), w = randn({C, C}, 814, 0.3);
+    for (Tensor* t : {&x, &lw, &lb, &w}) t->set_requires_grad(true);
+    for (int pass = 0; pass < 2; ++pass)
+      ag::backward(ag::sum_all(ag::mul(ag::add(x, ag::linear_master(ag::layernorm_master(x, lw, lb), w, Tensor())), gy)));
+    ag::set_fuse_grad_accumulation(fuse0);
+    return std::vector<Tensor>{x.grad(), lw.grad(), lb.grad(), w.grad()};
+  };
+  const char* names[] = {"dx", "ln dw", "ln db", "dw"};
+  for (int64_t C : {32, 30}) {
+    CAPTURE(C);
+    const int64_t fused0 = kernel_runs("layernorm_bwd_dx_f16_vec4_acc");
+    const auto got = run(true, C);
+    CHECK(kernel_runs("layernorm_bwd_dx_f16_vec4_acc") - fused0 == (C % 4 == 0 ? 2 : 0));
+    const auto ref = run(false, C);
+    CHECK(kernel_runs("layernorm_bwd_dx_f16_vec4_acc") - fused0 == (C % 4 == 0 ? 2 : 0));  // off: not taken
+    const auto cpu = on_cpu([&] { return run(true, C); });
+    const auto cpu_ref = on_cpu([&] { return run(false, C); });
+    for (size_t i = 0; i < ref.size(); ++i) {
+      expect_close(got[i], ref[i], 0, 0, fmt::format("{} (bitwise)", names[i]));
+      expect_close(cpu[i], cpu_ref[i], 0, 0, fmt::format("{} (CPU, bitwise)", names[i]));
+      expect_close(got[i], cpu[i], 2e-2, 2e-2, fmt::format("{} (GPU vs CPU)", names[i]));
+    }
+  }
+  // The op itself: acc must be x's shape and dtype.
+  const Tensor x = f16(randn({4, 8}, 815)), w = f16(randn({8}, 816));
+  const ops::LayerNormOut ln = ops::layernorm(x, w, Tensor(), 1e-5);
+  CHECK_THROWS_AS(ops::layernorm_backward(x, x, w, ln.mean, ln.rstd, false, ops::LnGrads::dx, f16(randn({4, 4}, 817))),
+                  ShapeError);
+  expect_clean();
+}
+
 TEST_CASE("ALPHA_VK_CHECK mode covers the fused linears: a wrong GPU result throws naming the op") {
   GpuScope g;
   set_gpu_check(true);

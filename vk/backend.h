@@ -133,7 +133,8 @@ class VulkanBackend : public Backend {
   Tensor embedding_backward(const Tensor& dout, const Tensor& idx, int64_t vocab) override;
   ops::LayerNormOut layernorm(const Tensor& x, const Tensor& w, const Tensor& b, double eps) override;
   ops::LayerNormGrads layernorm_backward(const Tensor& dy, const Tensor& x, const Tensor& w, const Tensor& mean,
-                                         const Tensor& rstd, bool has_bias, ops::LnGrads which) override;
+                                         const Tensor& rstd, bool has_bias, ops::LnGrads which,
+                                         const Tensor& acc) override;
   Tensor gelu(const Tensor& x) override;
   Tensor gelu_backward(const Tensor& dy, const Tensor& x) override;
   ops::RMSNormOut rmsnorm(const Tensor& x, const Tensor& w, double eps) override;  // vk/rmsnorm.cpp

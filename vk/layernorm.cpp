@@ -30,7 +30,7 @@ ops::LayerNormOut VulkanBackend::layernorm(const Tensor& x, const Tensor& w, con
 
 ops::LayerNormGrads VulkanBackend::layernorm_backward(const Tensor& dy, const Tensor& x, const Tensor& w,
                                                       const Tensor& mean, const Tensor& rstd, bool has_bias,
-                                                      ops::LnGrads which) {
+                                                      ops::LnGrads which, const Tensor& acc) {
   if (!flt(x) || !flt(dy, x) || !f32(mean) || !f32(rstd) || (w.defined() && !flt(w, x))) return {};
   const int64_t cols = x.size(-1), rows = x.numel() / cols;
   if (mean.numel() != rows || rstd.numel() != rows) return {};
@@ -43,9 +43,14 @@ ops::LayerNormGrads VulkanBackend::layernorm_backward(const Tensor& dy, const Te
                            has_bias ? 1u : 0u, row_chunk, 0u};
   if (which != ops::LnGrads::params) {
     g.dx = rt_->output(x.shape(), x.dtype());
-    rt_->run("layernorm_bwd_dx" + sfx(x) + row_vec(cols), {row_wg(cols)},
-             {{bdy, false}, {bx, false}, {bm, false}, {br, false}, {bw, false}, {Runtime::buffer_of(g.dx), true}},
-             pc, Runtime::grid(rows), 10.0 * double(x.numel()));
+    // acc (the residual stream's gradient so far) added in the f16 4-wide kernel (same bits as the separate add);
+    // elsewhere ops::layernorm_backward adds it.
+    g.dx_has_acc = acc.defined() && x.dtype() == DType::f16 && *row_vec(cols) != '\0' && flt(acc, x);
+    std::vector<Binding> b = {{bdy, false}, {bx, false}, {bm, false}, {br, false}, {bw, false},
+                              {Runtime::buffer_of(g.dx), true}};
+    if (g.dx_has_acc) b.push_back({rt_->input(acc), false});
+    rt_->run("layernorm_bwd_dx" + sfx(x) + row_vec(cols) + (g.dx_has_acc ? "_acc" : ""), {row_wg(cols)},
+             std::span<const Binding>(b), pc, Runtime::grid(rows), 10.0 * double(x.numel()));
   }
   if ((w.defined() || has_bias) && which != ops::LnGrads::dx) {
     if (w.defined()) g.dw = rt_->output({cols});
