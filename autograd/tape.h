@@ -59,10 +59,25 @@ int64_t deferred_jobs_run();  // deferred jobs this thread ran (tests: the path 
 // accumulation. Undefined (nothing taken) where the slot is empty, the input is a leaf with a deferred job pending,
 // inspection hooks run (they see each op's own gradient) or the switch is off.
 Tensor take_grad(const Tensor& input);
-// Process-wide switch, off by default (ALPHA_FUSED_ACCUMULATION=1 turns it on) until the vk kernel's bits are
-// verified on NVIDIA's driver; tests compare both.
+// Process-wide switch, on by default (ALPHA_FUSED_ACCUMULATION=0 turns it off); tests compare both, bitwise.
 void set_fuse_grad_accumulation(bool on);
 bool fuse_grad_accumulation();
+
+// The seed the next backward() is expected to bring (the trainer's loss scale / micro-steps), for its lifetime.
+// A loss op whose gradient is a closed form of its inputs (cross-entropy) computes it for this seed in its
+// forward pass (one read of the logits, not two) and hands it out when backward() brings that seed; any other
+// seed runs the op's plain backward. 0 (the default): none expected.
+class ExpectSeed {
+ public:
+  explicit ExpectSeed(double seed);
+  ~ExpectSeed();
+  ExpectSeed(const ExpectSeed&) = delete;
+  ExpectSeed& operator=(const ExpectSeed&) = delete;
+
+ private:
+  double prev_;
+};
+double expected_seed();
 
 size_t tape_size();
 void clear_tape();  // drop recorded ops without running them (e.g. after an eval forward with grad on)

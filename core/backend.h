@@ -77,6 +77,7 @@ class Backend {
   virtual Tensor cross_entropy_backward(const Tensor&, const Tensor&, const Tensor&, double, int64_t, int64_t) {
     return {};
   }
+  virtual ops::CrossEntropyOut cross_entropy_fused(const Tensor&, const Tensor&, int64_t, double) { return {}; }
   virtual Tensor dropout(const Tensor&, double, uint64_t, uint64_t) { return {}; }
   virtual ops::AttentionOut attention(const Tensor&, const Tensor&, const Tensor&, const ops::AttentionParams&) {
     return {};

@@ -65,7 +65,10 @@ inline void to_half(AttentionGrads& r) {
   }
   for (Tensor* t : {&r.dq, &r.dk, &r.dv}) *t = down(t->transpose(1, 2)).transpose(1, 2);
 }
-template <class R> void to_half(R&) {}  // cross-entropy (f32 loss), ops without an f16 rule
+inline void to_half(CrossEntropyOut& r) {  // the loss stays f32
+  if (r.dlogits.defined()) r.dlogits = down(r.dlogits);
+}
+template <class R> void to_half(R&) {}  // ops without an f16 rule
 enum class Half { by_inputs, no, yes };
 
 // Runs gpu(backend) when the backend wants the op and accepts it, else cpu(). R is Tensor or a struct whose

@@ -78,6 +78,7 @@ void check_result(const char* op, OpClass cls, const CrossEntropyOut& g, const C
               g.count, c.count, shapes_of(in));
   check_tensor(op, cls, "loss", g.loss, c.loss, in);
   check_tensor(op, cls, "lse", g.lse, c.lse, in);
+  check_tensor(op, cls, "dlogits", g.dlogits, c.dlogits, in);
 }
 void check_result(const char* op, OpClass cls, const AttentionOut& g, const AttentionOut& c, std::initializer_list<Tensor> in) {
   check_tensor(op, cls, "out", g.out, c.out, in);

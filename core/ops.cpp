@@ -466,6 +466,22 @@ Tensor cross_entropy_backward(const Tensor& logits, const Tensor& targets, const
       [&] { return cpu::cross_entropy_backward(up(logits), targets, lse, dloss, count, ignore_index); });
 }
 
+CrossEntropyOut cross_entropy_fused(const Tensor& logits, const Tensor& targets, int64_t ignore_index, double dloss) {
+  check_float16(logits, "cross_entropy_fused", "logits");
+  check_index(targets, "cross_entropy_fused", "targets");
+  ALPHA_CHECK(logits.dim() == 2 && targets.dim() == 1 && targets.size(0) == logits.size(0), ShapeError,
+              "[cross_entropy_fused] expected logits (N, V) and targets (N), got {} and {}", logits.str(), targets.str());
+  ALPHA_CHECK(logits.size(1) > 0, ShapeError, "[cross_entropy_fused] logits {} have no classes", logits.str());
+  return dispatch<CrossEntropyOut>("cross_entropy_fused", {logits, targets},
+      OpClass::cross_entropy, logits.numel(),
+      [&](Backend& be) { return be.cross_entropy_fused(logits, targets, ignore_index, dloss); },
+      [&] {
+        CrossEntropyOut r = cpu::cross_entropy(up(logits), targets, ignore_index);
+        r.dlogits = cpu::cross_entropy_backward(up(logits), targets, r.lse, dloss, r.count, ignore_index);
+        return r;
+      });
+}
+
 Tensor dropout(const Tensor& x, double p, uint64_t seed, uint64_t offset) {
   check_float16(x, "dropout", "x");
   ALPHA_CHECK(p >= 0.0 && p < 1.0, ValueError, "[dropout] p must be in [0, 1), got {}", p);

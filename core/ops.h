@@ -153,11 +153,16 @@ struct CrossEntropyOut {
   Tensor loss;    // 0-d, dtype of logits
   Tensor lse;     // (N) f64 row log-sum-exp, saved for backward
   int64_t count;  // rows that were not ignored
+  Tensor dlogits;  // cross_entropy_fused only: cross_entropy_backward's result for its dloss
 };
 CrossEntropyOut cross_entropy(const Tensor& logits, const Tensor& targets, int64_t ignore_index = -1);
 // dlogits = dloss * (softmax(logits) - onehot(target)) / count; ignored rows get 0.
 Tensor cross_entropy_backward(const Tensor& logits, const Tensor& targets, const Tensor& lse, double dloss,
                               int64_t count, int64_t ignore_index = -1);
+// The forward and the backward for a seed known before the forward (the trainer's loss scale): what
+// cross_entropy, then cross_entropy_backward(..., dloss, ...) return, with dlogits filled; the GPU reads the
+// logits once instead of twice.
+CrossEntropyOut cross_entropy_fused(const Tensor& logits, const Tensor& targets, int64_t ignore_index, double dloss);
 
 // ---- dropout ----
 // Element at row-major flat index i is kept iff u32_to_unit(philox_at(seed, offset + i)) >= p, and kept

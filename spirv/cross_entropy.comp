@@ -5,10 +5,16 @@
 // BACKWARD: one invocation per element: dx = scale * (exp(x - lse) - [j == target]), 0 on ignored rows.
 // lse is an f64 tensor (core/ops.h), read and written through its bit pattern (f64bits.glsl).
 // F16: logits and dx stored f16 (lse, row losses stay f32/f64); math f32. VEC4 (BACKWARD F16): 8 per invocation.
+// FUSED (F16 VEC4): the forward also writes the backward's dx for the seed in p.scale (= dloss / count), from the
+// row it keeps in registers (CE_FUSED_KEEP vectors per invocation): one read of the logits instead of two. Its lse
+// sums in another order than the forward's (so its last bits may differ); dx is the backward's expression on it.
 #version 450
 #extension GL_EXT_control_flow_attributes : require
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_shuffle : require
+#ifdef FUSED
+#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require  // f16vec4 registers (shaderFloat16)
+#endif
 #include "f16.glsl"
 #include "common.glsl"
 #include "push_constants.h"
@@ -64,6 +70,9 @@ void main() {
 #else
 layout(std430, binding = 2) writeonly buffer L { uvec2 lse[]; };
 layout(std430, binding = 3) writeonly buffer RL { float row_loss[]; };
+#ifdef FUSED
+layout(std430, binding = 4) writeonly buffer DX { f16vec4 dx4[]; };
+#endif
 shared float red[WG];
 #include "reduce.glsl"
 // Adds logit x to a running (max m, sum s of exp(logit - m)). NaN stays: x > m is false and exp(NaN) joins s.
@@ -80,7 +89,29 @@ void main() {
   const uint r = linear_group();
   if (r >= p.rows) return;
   float m = -1.0 / 0.0, s = 0.0;
-#ifdef VEC4
+#if defined(FUSED)
+  // (cols / 4) vectors of the row, vector j = invocation + k * WG kept in keep[k]: registers (the loops unroll).
+  const uint base4 = r * (p.cols / 4u), n4 = p.cols / 4u;
+  f16vec4 keep[CE_FUSED_KEEP];
+  [[unroll]] for (uint k = 0; k < CE_FUSED_KEEP; ++k) {
+    const uint j = gl_LocalInvocationID.x + k * WG;
+    keep[k] = f16vec4(0.0);
+    if (j < n4) keep[k] = x4[base4 + j];
+  }
+  // Max first, then the exps against it: independent exps, not add_logit's serial chain (few warps per SM here).
+  [[unroll]] for (uint k = 0; k < CE_FUSED_KEEP; ++k) {
+    if (gl_LocalInvocationID.x + k * WG < n4) {
+      const vec4 v = vec4(keep[k]);
+      m = max(m, max(max(v.x, v.y), max(v.z, v.w)));  // NaN: max keeps m; exp(NaN - m) below joins s
+    }
+  }
+  [[unroll]] for (uint k = 0; k < CE_FUSED_KEEP; ++k) {
+    if (gl_LocalInvocationID.x + k * WG < n4) {
+      const vec4 e = exp(vec4(keep[k]) - m);
+      s += (e.x + e.y) + (e.z + e.w);
+    }
+  }
+#elif defined(VEC4)
   const uint base4 = r * (p.cols / 4u);
   for (uint j = gl_LocalInvocationID.x; j < p.cols / 4u; j += WG) {
     const vec4 v = vec4(x4[base4 + j]);
@@ -102,5 +133,19 @@ void main() {
 #endif
     row_loss[r] = t == p.ignore_index ? 0.0 : l - xt;
   }
+#ifdef FUSED
+  // The backward kernel's dx (BACKWARD VEC4 grad4): lse through its f64 bits as that kernel reads it.
+  const int t = target[r];
+  const float lb = f64_bits_to_f32(f32_to_f64_bits(l));
+  [[unroll]] for (uint k = 0; k < CE_FUSED_KEEP; ++k) {
+    const uint j = gl_LocalInvocationID.x + k * WG;
+    if (j < n4) {
+      const vec4 v = vec4(keep[k]);
+      vec4 d;
+      for (int e = 0; e < 4; ++e) d[e] = p.scale * (exp(v[e] - lb) - (int(4 * j) + e == t ? 1.0 : 0.0));
+      dx4[base4 + j] = t == p.ignore_index ? f16vec4(0.0) : f16vec4(d);
+    }
+  }
+#endif
 }
 #endif

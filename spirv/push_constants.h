@@ -39,6 +39,10 @@ struct SwiGLUPC { uint n; uint cols; uint row_stride; uint up_off; };
 struct RopePC { uint rows; uint t_len; uint heads; uint half_d; uint pos0; float sign; uint rot_heads; };
 // Forward: per-row lse and loss; backward: scale = dloss / count.
 struct CrossEntropyPC { uint rows; uint cols; int ignore_index; float scale; };
+// f16vec4 logits each invocation of the fused cross-entropy keeps in registers (100 registers; with its 256
+// invocations V <= 51200).
+#define CE_FUSED_WG 256
+#define CE_FUSED_KEEP 50
 // Forward: n_idx rows gathered; backward: one invocation per (split, vocab row, column), split s summing every
 // splits-th position of the row from its s-th (splits = 1 in the forward).
 struct EmbeddingPC { uint n_idx; uint cols; uint vocab; uint splits; };

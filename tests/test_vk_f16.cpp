@@ -24,6 +24,7 @@
 #include "autograd/tape.h"
 #include "optim/adamw.h"
 #include "optim/loss_scale.h"
+#include "spirv/push_constants.h"
 #include "tests/vk_test_util.h"
 #include "model/gpt.h"
 
@@ -165,6 +166,102 @@ TEST_CASE("vk f16: cross-entropy (f16 logits, f32 loss) and its backward match t
     CHECK(gb.dtype() == DType::f16);
     expect_f16(gb, cb, 1e-3, 1e-3, "cross-entropy dlogits " + sz);
   }
+  expect_clean();
+}
+
+// Bitwise equality of two tensors' values (NaNs compare equal).
+static void expect_same_bits(const Tensor& a, const Tensor& b, const std::string& what) {
+  INFO(what);
+  REQUIRE(a.defined());
+  REQUIRE(b.defined());
+  CHECK(a.dtype() == b.dtype());
+  const auto av = a.to_f64_vector(), bv = b.to_f64_vector();
+  REQUIRE(av.size() == bv.size());
+  int64_t differ = 0;
+  for (size_t i = 0; i < av.size(); ++i) differ += !(av[i] == bv[i] || (std::isnan(av[i]) && std::isnan(bv[i])));
+  CHECK(differ == 0);
+}
+
+TEST_CASE("vk f16: cross_entropy_fused: the forward's results and the backward's dlogits in one pass") {
+  REQUIRE(kKernelCounts);
+  // V % 4 == 0 up to 4 * CE_FUSED_WG * CE_FUSED_KEEP: the fused kernel (GPT-2's padded 50304 among them, its last
+  // register slot partly filled); 51204 is past it and 65 has scalar rows: both run the two kernels.
+  for (const int64_t v : {8, 132, 2052, 50304, 51204, 65}) {
+    const std::string sz = "V=" + std::to_string(v);
+    const Tensor logits = h(randn({3, v}, 52, 3.0));
+    const Tensor targets = Tensor::from_vector(std::vector<int32_t>{int32_t(v - 1), -1, int32_t(v / 2)}, {3});
+    const double dloss = 1024.0 / 3.0;  // a loss scale over 3 micro-steps
+    const bool one_kernel = v % 4 == 0 && v <= 4 * CE_FUSED_WG * CE_FUSED_KEEP;
+    GpuScope scope;
+    const auto sep = on_gpu([&] { return ops::cross_entropy(logits, targets, -1); });
+    const int64_t k0 = kernel_runs("cross_entropy_fused_f16_vec4");
+    const auto fused = on_gpu([&] { return ops::cross_entropy_fused(logits, targets, -1, dloss); });
+    CHECK(kernel_runs("cross_entropy_fused_f16_vec4") - k0 == (one_kernel ? 1 : 0));
+    CHECK(fused.count == sep.count);
+    // Its lse sums in another order than the forward kernel's: f32 rounding apart. dlogits are the backward
+    // kernel's for that lse, to the bit.
+    expect_f16(fused.loss, sep.loss, 1e-6, 0, "fused loss " + sz);
+    expect_f16(fused.lse, sep.lse, 1e-6, 0, "fused lse " + sz);
+    const Tensor dsep = on_gpu([&] { return ops::cross_entropy_backward(logits, targets, fused.lse, dloss, fused.count, -1); });
+    expect_same_bits(fused.dlogits, dsep, "fused dlogits " + sz);
+    if (!one_kernel) expect_same_bits(fused.lse, sep.lse, "two kernels' lse " + sz);
+    const auto cpu = on_cpu([&] { return ops::cross_entropy_fused(logits, targets, -1, dloss); });
+    CHECK(fused.dlogits.dtype() == DType::f16);
+    expect_f16(fused.dlogits, cpu.dlogits, 1e-3, 1e-3, "fused dlogits vs CPU " + sz);
+    expect_f16(fused.loss, cpu.loss, 1e-5, 0, "fused loss vs CPU " + sz);
+  }
+  expect_clean();
+}
+
+TEST_CASE("vk f16: cross_entropy_fused keeps a NaN logit's row NaN and the other rows clean") {
+  GpuScope scope;
+  std::vector<float> v(2 * 132, 0.5f);
+  v[132 + 7] = std::nanf("");  // row 1
+  const Tensor logits = h(Tensor::from_vector(v, {2, 132}));
+  const Tensor targets = Tensor::from_vector(std::vector<int32_t>{1, 2}, {2});
+  const auto out = on_gpu([&] { return ops::cross_entropy_fused(logits, targets, -1, 1.0); });
+  CHECK(std::isnan(out.loss.item()));
+  const auto lse = out.lse.to_f64_vector();
+  CHECK(std::abs(lse[0] - (0.5 + std::log(132.0))) < 1e-5);
+  CHECK(std::isnan(lse[1]));
+  const auto d = out.dlogits.to_f64_vector();
+  CHECK(std::isfinite(d[0]));
+  CHECK(std::isnan(d[132]));
+  expect_clean();
+}
+
+TEST_CASE("ag::cross_entropy under ExpectSeed: the fused pass's gradient where the seed matches, the plain one else") {
+  REQUIRE(kKernelCounts);
+  GpuScope scope;
+  const Tensor logits = h(randn({5, 132}, 53, 3.0));
+  const Tensor targets = Tensor::from_vector(std::vector<int32_t>{0, 131, -1, 7, 64}, {5});
+  // The gradient of the logits for a backward seeded `seed`, with `expect` announced before the forward (0: none).
+  auto grad_of = [&](double expect, double seed, int64_t* fused_runs) {
+    Tensor x = logits.clone();
+    x.set_requires_grad(true);
+    const int64_t k0 = kernel_runs("cross_entropy_fused_f16_vec4");
+    Tensor loss;
+    {
+      const ag::ExpectSeed e(expect);
+      loss = ag::cross_entropy(x, targets);
+    }
+    ag::backward(loss, seed);
+    *fused_runs = kernel_runs("cross_entropy_fused_f16_vec4") - k0;
+    return x.grad();
+  };
+  int64_t runs = 0;
+  const Tensor plain = grad_of(0.0, 1024.0, &runs);
+  CHECK(runs == 0);
+  const Tensor fused = grad_of(1024.0, 1024.0, &runs);
+  CHECK(runs == 1);
+  expect_f16(fused, plain, 1e-3, 1e-3, "expected seed");  // the fused lse's last bits may differ
+  const Tensor other = grad_of(512.0, 1024.0, &runs);     // announced 512, backward brings 1024: the plain backward
+  CHECK(runs == 1);
+  expect_same_bits(other, fused, "another seed: the plain backward on the fused lse");
+  const Tensor third = grad_of(1.0 / 3.0, 1.0 / 3.0, &runs);  // matched as the f32 seed tensor carries it
+  CHECK(runs == 1);
+  const Tensor third_plain = grad_of(0.0, 1.0 / 3.0, &runs);
+  expect_f16(third, third_plain, 1e-3, 1e-3, "seed 1/3");
   expect_clean();
 }
 

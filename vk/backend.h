@@ -150,6 +150,8 @@ class VulkanBackend : public Backend {
   Tensor softmax(const Tensor& x, bool causal) override;
   Tensor softmax_backward(const Tensor& dy, const Tensor& y) override;
   ops::CrossEntropyOut cross_entropy(const Tensor& logits, const Tensor& targets, int64_t ignore_index) override;
+  ops::CrossEntropyOut cross_entropy_fused(const Tensor& logits, const Tensor& targets, int64_t ignore_index,
+                                          double dloss) override;
   Tensor cross_entropy_backward(const Tensor& logits, const Tensor& targets, const Tensor& lse, double dloss,
                                 int64_t count, int64_t ignore_index) override;
   Tensor dropout(const Tensor& x, double p, uint64_t seed, uint64_t offset) override;
@@ -215,6 +217,8 @@ class VulkanBackend : public Backend {
   std::string shape_label(const std::string& kernel, int64_t M, int64_t K, int64_t N, bool ta, bool tb,
                           int64_t splits) const;
   // out2 (f32 input, inner % 4 == 0, split % 4 == 0): output elements from `split` on go to out2 instead.
+  ops::CrossEntropyOut cross_entropy_pass(const Tensor& logits, const Tensor& targets, int64_t ignore_index,
+                                         const double* dloss);
   void record_sum(const std::shared_ptr<GpuBuffer>& in, const std::shared_ptr<GpuBuffer>& out, uint32_t outer,
                   uint32_t n, uint32_t inner, float scale, bool in_f16 = false,
                   const std::shared_ptr<GpuBuffer>& out2 = nullptr, uint32_t split = 0);

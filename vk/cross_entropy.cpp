@@ -3,6 +3,12 @@
 // Forward: per-row lse and loss (one workgroup per row), then a deterministic sum / count into the 0-d loss.
 // lse is f64 as core/ops.h specifies (so CPU and GPU halves interoperate); the kernels compute in f32 and
 // move it through its bit pattern. f16 logits: f16-storage variants; the loss stays f32, dlogits is f16.
+// Fused (f16 rows of a multiple of 4 logits, V <= 4 * CE_FUSED_WG * CE_FUSED_KEEP, shaderFloat16): one kernel keeps
+// its row in f16 registers and writes lse, the row loss and the backward's dlogits (the backward kernel's bits for
+// that lse; the lse's own last bits may differ from the forward kernel's); other rows run the two kernels.
+#include <cstdlib>
+#include <cstring>
+
 #include "spirv/push_constants.h"
 #include "vk/backend.h"
 
@@ -22,20 +28,50 @@ int64_t count_targets(const Tensor& targets, int64_t vocab, int64_t ignore_index
   }
   return count;
 }
+
+// ALPHA_VK_FUSED_CE=0 runs the fused op as its two kernels (an A/B switch for benchmarks; same bits).
+bool fused_ce_enabled() {
+  static const bool on = [] {
+    const char* e = std::getenv("ALPHA_VK_FUSED_CE");
+    return !(e && std::strcmp(e, "0") == 0);
+  }();
+  return on;
+}
 }  // namespace
 
 ops::CrossEntropyOut VulkanBackend::cross_entropy(const Tensor& logits, const Tensor& targets, int64_t ignore_index) {
+  return cross_entropy_pass(logits, targets, ignore_index, nullptr);
+}
+
+ops::CrossEntropyOut VulkanBackend::cross_entropy_fused(const Tensor& logits, const Tensor& targets,
+                                                        int64_t ignore_index, double dloss) {
+  const int64_t cols = flt(logits) ? logits.size(1) : 0;
+  const bool fused = fused_ce_enabled() && rt_->device().features().fp16_arithmetic && logits.dtype() == DType::f16 && cols % 4 == 0 && cols / 4 <= int64_t(CE_FUSED_WG) * CE_FUSED_KEEP;
+  ops::CrossEntropyOut out = cross_entropy_pass(logits, targets, ignore_index, fused ? &dloss : nullptr);
+  if (out.loss.defined() && !fused)
+    out.dlogits = cross_entropy_backward(logits, targets, out.lse, dloss, out.count, ignore_index);
+  return out;
+}
+
+// The forward; with dloss, the fused variant, which also writes out.dlogits for it.
+ops::CrossEntropyOut VulkanBackend::cross_entropy_pass(const Tensor& logits, const Tensor& targets,
+                                                       int64_t ignore_index, const double* dloss) {
   if (!flt(logits) || !i32(targets)) return {};
   const int64_t rows = logits.size(0), cols = logits.size(1);
   const int64_t count = count_targets(targets, cols, ignore_index);
   if (count <= 0 || ignore_index < INT32_MIN || ignore_index > INT32_MAX) return {};
   const auto bx = rt_->input(logits), bt = rt_->input(targets);
-  ops::CrossEntropyOut out{rt_->output({}), rt_->output({rows}, DType::f64), count};
+  ops::CrossEntropyOut out{rt_->output({}), rt_->output({rows}, DType::f64), count, {}};
   const auto row_loss = rt_->scratch(uint64_t(rows) * 4);
-  const pc::CrossEntropyPC pc{uint32_t(rows), uint32_t(cols), int32_t(ignore_index), 1.0f};
-  rt_->run("cross_entropy" + sfx(logits) + (cols % 4 == 0 ? "_vec4" : ""), {kWG},
-           {{bx, false}, {bt, false}, {Runtime::buffer_of(out.lse), true}, {row_loss, true}}, pc, Runtime::grid(rows),
-           4.0 * double(logits.numel()));
+  const float scale = dloss ? static_cast<float>(*dloss / double(count)) : 1.0f;  // the backward's scale
+  const pc::CrossEntropyPC pc{uint32_t(rows), uint32_t(cols), int32_t(ignore_index), scale};
+  std::vector<Binding> bind{{bx, false}, {bt, false}, {Runtime::buffer_of(out.lse), true}, {row_loss, true}};
+  if (dloss) {
+    out.dlogits = rt_->output(logits.shape(), logits.dtype());
+    bind.push_back({Runtime::buffer_of(out.dlogits), true});
+  }
+  rt_->run(dloss ? "cross_entropy_fused_f16_vec4" : "cross_entropy" + sfx(logits) + (cols % 4 == 0 ? "_vec4" : ""),
+           {dloss ? uint32_t(CE_FUSED_WG) : kWG}, bind, pc, Runtime::grid(rows), (dloss ? 8.0 : 4.0) * double(logits.numel()));
   record_sum(row_loss, Runtime::buffer_of(out.loss), 1, uint32_t(rows), 1, static_cast<float>(1.0 / double(count)));
   return out;
 }

@@ -61,7 +61,7 @@ ops::CrossEntropyOut cross_entropy_typed(const Tensor& lin, const Tensor& tin, i
   double total = 0.0;
   for (int64_t n = 0; n < N; ++n) total += row_loss[n];
   const double loss = count > 0 ? total / static_cast<double>(count) : 0.0;
-  return {Tensor::scalar(loss, logits.dtype()), lse, count};
+  return {Tensor::scalar(loss, logits.dtype()), lse, count, {}};
 }
 
 template <class T>

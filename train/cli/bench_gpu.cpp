@@ -256,6 +256,7 @@ nlohmann::json bench_train_step(const GpuBenchOptions& o, DeviceScope& scope, vk
   for (int s = 0; s < o.warmup + o.steps; ++s) {
     const auto t0 = std::chrono::steady_clock::now();
     for (int micro = 0; micro < o.grad_accum; ++micro) {
+      const ag::ExpectSeed seed(loss_scale / o.grad_accum);  // cross-entropy's dlogits in its forward pass
       Tensor loss = model.loss(idx, tgt, true, rng);
       if (gopt) gopt->add_loss(loss, micro == 0);
       ag::backward(loss, loss_scale / o.grad_accum);
@@ -287,6 +288,9 @@ nlohmann::json bench_train_step(const GpuBenchOptions& o, DeviceScope& scope, vk
   step["device_mb"] = static_cast<double>(be.runtime().pool().allocator().used_bytes()) / 1e6;
   if (o.peak_tflops > 0)
     step["mfu"] = model.flops_per_token(mc.block_size) * tokens / (ms / 1e3) / (o.peak_tflops * 1e12);
+  if (be.runtime().device().features().pipeline_stats)  // ALPHA_VK_PIPELINE_STATS=1: the loss kernels' registers
+    for (const char* k : {"cross_entropy_fused_f16_vec4", "cross_entropy_f16_vec4", "cross_entropy_bwd_f16_vec4"})
+      if (auto st = be.runtime().pipelines().executable_stats(k); !st.empty()) step["pipeline_stats"][k] = st;
   return step;
 }
 

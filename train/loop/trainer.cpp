@@ -373,6 +373,10 @@ void TrainingRun::forward_backward(StepOutcome& s) {
   dp_->begin_step(data_, data_rng_, dropout_rng_);
   inspect_->begin_forward(st_.step + 1);  // activation stats of the first micro-batch on an inspect step
   for (int64_t micro = 0; micro < cfg_.train.grad_accum; ++micro) {
+    // The seed of this micro-batch's backward (below), known before its forward: cross-entropy's dlogits come
+    // from its forward pass (one read of the logits instead of two).
+    const double seed = (scaler_ ? scaler_->scale() : 1.0) / static_cast<double>(dp_->global_micro_steps());
+    const ag::ExpectSeed expect(seed);
     Tensor loss = next_batch_loss(data_rng_, dropout_rng_);
     inspect_->end_forward();
     if (gpu_optimizer_) gpu_optimizer_->add_loss(loss, micro == 0);  // summed on the GPU, read once in update
@@ -380,7 +384,7 @@ void TrainingRun::forward_backward(StepOutcome& s) {
     // The seed 1/grad_accum gives the grads of scale(loss, 1/grad_accum) without reading a GPU loss back.
     // f16: times the loss scale, so small f16 gradients stay representable.
     // MPI: the last backward hands finished gradient buckets to the all-reduce while it goes on.
-    ag::backward(loss, (scaler_ ? scaler_->scale() : 1.0) / static_cast<double>(dp_->global_micro_steps()),
+    ag::backward(loss, seed,
                  micro + 1 == cfg_.train.grad_accum ? dp_->grad_hook() : ag::LeafReadyFn{});
   }
   dp_->end_step(data_, data_rng_, dropout_rng_);
