@@ -288,8 +288,8 @@ nlohmann::json bench_train_step(const GpuBenchOptions& o, DeviceScope& scope, vk
   step["device_mb"] = static_cast<double>(be.runtime().pool().allocator().used_bytes()) / 1e6;
   if (o.peak_tflops > 0)
     step["mfu"] = model.flops_per_token(mc.block_size) * tokens / (ms / 1e3) / (o.peak_tflops * 1e12);
-  if (be.runtime().device().features().pipeline_stats)  // ALPHA_VK_PIPELINE_STATS=1: the loss kernels' registers
-    for (const char* k : {"cross_entropy_fused_f16_vec4", "cross_entropy_f16_vec4", "cross_entropy_bwd_f16_vec4"})
+  if (be.runtime().device().features().pipeline_stats)  // ALPHA_VK_PIPELINE_STATS=1: row kernels' registers
+    for (const char* k : {"cross_entropy_fused_f16_vec4", "layernorm_f16_vec4", "layernorm_bwd_dx_f16_vec4_acc"})
       if (auto st = be.runtime().pipelines().executable_stats(k); !st.empty()) step["pipeline_stats"][k] = st;
   return step;
 }
