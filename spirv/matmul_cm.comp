@@ -30,6 +30,10 @@
 #extension GL_KHR_memory_scope_semantics : require
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_NV_cooperative_matrix : require
+#if defined(PROBE) && PROBE == 12  // trace: per-step clocks and the SM id (ALPHA_VK_TILE_TRACE=1 enables both)
+#extension GL_ARB_shader_clock : require
+#extension GL_NV_shader_sm_builtins : require
+#endif
 #include "push_constants.h"
 #if defined(EPI_BIAS) && !defined(OUT_F16)
 #error "the bias epilogue writes f16"
@@ -253,12 +257,13 @@ void store_b(uint t, uint e, uint st, EL v) {
 // TFLOP/s at <= 110 registers (16 warps per SM) but ~330 at 204 (8 warps); see docs/PERFORMANCE.md.
 // The FM A fragments of a K slice stay in registers and B fragments load one at a time. FRAG_PIPE: every fragment
 // of the next 16-wide K slice is loaded before the current slice's products (two sets of FM + FN in registers).
+// Fragment loads from the staged slices.
+#define LOAD_A_FRAG(f, ks, mm, ao) coopMatLoadNV(f, As, ((ao) + soff(mm, ks, BM, a_kc)) / V, a_ld / V, TRANS_A)
+#define LOAD_B_FRAG(f, ks, nn, bo) coopMatLoadNV(f, Bs, ((bo) + soff(nn, ks, BN, b_kc)) / V, b_ld / V, TRANS_B)
 #if FRAG_PIPE
 #define LOAD_FRAGS(q, ks, ao, bo)                                                                               \
-  [[unroll]] for (uint i = 0; i < FM; ++i)                                                                      \
-    coopMatLoadNV(fa[q][i], As, ((ao) + soff(wm + 16 * i, ks, BM, a_kc)) / V, a_ld / V, TRANS_A);               \
-  [[unroll]] for (uint j = 0; j < FN; ++j)                                                                      \
-    coopMatLoadNV(fb[q][j], Bs, ((bo) + soff(wn + 16 * j, ks, BN, b_kc)) / V, b_ld / V, TRANS_B);
+  [[unroll]] for (uint i = 0; i < FM; ++i) LOAD_A_FRAG(fa[q][i], ks, wm + 16 * i, ao);                          \
+  [[unroll]] for (uint j = 0; j < FN; ++j) LOAD_B_FRAG(fb[q][j], ks, wn + 16 * j, bo);
 #define MULTIPLY(ao, bo)                                                                                         \
   {                                                                                                             \
     fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> fa[2][FM], fb[2][FN];                                              \
@@ -274,15 +279,25 @@ void store_b(uint t, uint e, uint st, EL v) {
 #define MULTIPLY(ao, bo)                                                                                         \
   [[unroll]] for (uint ks = 0; ks < BK; ks += 16) {                                                             \
     fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> fa[FM];                                                            \
-    [[unroll]] for (uint i = 0; i < FM; ++i)                                                                    \
-      coopMatLoadNV(fa[i], As, ((ao) + soff(wm + 16 * i, ks, BM, a_kc)) / V, a_ld / V, TRANS_A);                \
+    [[unroll]] for (uint i = 0; i < FM; ++i) LOAD_A_FRAG(fa[i], ks, wm + 16 * i, ao);                           \
     [[unroll]] for (uint j = 0; j < FN; ++j) {                                                                  \
       fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> fb;                                                              \
       /* B(k, n) sits at soff(n, k): row-major over k x n when B is not transposed, column-major when it is. */ \
-      coopMatLoadNV(fb, Bs, ((bo) + soff(wn + 16 * j, ks, BN, b_kc)) / V, b_ld / V, TRANS_B);                   \
+      LOAD_B_FRAG(fb, ks, wn + 16 * j, bo);                                                                     \
       [[unroll]] for (uint i = 0; i < FM; ++i) acc[i][j] = coopMatMulAddNV(fa[i], fb, acc[i][j]);               \
     }                                                                                                           \
   }
+#endif
+
+#if PROBE == 12
+#define CLOCK(c) const uint c = clock2x32ARB().x;
+#if STAGED_OUT  // (the f32-out twins built beside the traces write none)
+#define TRACE_STEP(s, c0, c1, c2, c3) if (lane == 0 && (s) < 64) c4[wg * 260 + 4 + sg * 64 + (s)] = uvec4(c0, c1, c2, c3);
+#define TRACE_HEAD(steps, first, last) if (lane == 0) c4[wg * 260 + sg] = uvec4(gl_SMIDNV, steps, first, last);
+#else
+#define TRACE_STEP(s, c0, c1, c2, c3)
+#define TRACE_HEAD(steps, first, last)
+#endif
 #endif
 
 void main() {
@@ -328,12 +343,20 @@ void main() {
 #if PROBE == 11
   EL sink = EL(0);  // the loaded slices, folded so that their loads stay
 #endif
+#if PROBE == 12  // trace of the prefetching tile: clocks around the stores, the barrier and the products
+  const uint wg = (gl_WorkGroupID.z * gl_NumWorkGroups.y + gl_WorkGroupID.y) * gl_NumWorkGroups.x + gl_WorkGroupID.x;
+  CLOCK(c_first)
+  uint c0 = 0, c1 = 0, c2 = 0;
+#endif
   for (uint s = 0; s <= steps; ++s) {
     const uint st = STAGES == 1 ? 0 : s % 2;  // the shared buffer written this iteration (read the next)
     if (s > 0) {
 #if STAGES == 1 && PROBE != 9
       // Hazard: every subgroup must be done loading fragments of the previous slices before they are overwritten.
       barrier();
+#endif
+#if PROBE == 12
+      c0 = clock2x32ARB().x;
 #endif
       // (STAGES 2: this buffer was last read two iterations ago, before the previous iteration's barrier.)
 #if PROBE == 11
@@ -346,9 +369,15 @@ void main() {
       }
       [[unroll]] for (uint e = 0; e < LOADS_B; ++e) STORE_B(st, e, rb[e]);
 #endif
+#if PROBE == 12
+      c1 = clock2x32ARB().x;
+#endif
 #if PROBE != 9
       // Hazard: the slices must be complete before any subgroup loads fragments from them.
       barrier();
+#endif
+#if PROBE == 12
+      c2 = clock2x32ARB().x;
 #endif
     }
     if (s < steps) {  // load the slices of step s into registers (stored to shared in the next iteration)
@@ -364,7 +393,39 @@ void main() {
 #if PROBE != 5  // 5: the global loads, shared stores and barriers alone
     if (s > 0) MULTIPLY(st * STAGE_A, st * STAGE_B);  // the slices stored above (step s - 1)
 #endif
+#if PROBE == 12
+    if (s > 0) {
+      CLOCK(c3)
+      TRACE_STEP(s - 1, c0, c1, c2, c3)
+    }
+#endif
   }
+#if PROBE == 12
+  CLOCK(c_last)
+  TRACE_HEAD(steps, c_first, c_last)
+  if (p.lda != 12345u) return;  // never taken by the bench's operands: the products stay
+#endif
+#elif PROBE == 12
+  // Trace (the p0 loop, as the tile it copies): lane 0 of each subgroup writes its clocks per K step (step start,
+  // slices stored, slices complete, products issued) into C's first words, 260 uvec4 per workgroup.
+  const uint wg = (gl_WorkGroupID.z * gl_NumWorkGroups.y + gl_WorkGroupID.y) * gl_NumWorkGroups.x + gl_WorkGroupID.x;
+  CLOCK(c_first)
+  for (uint s = 0; s < steps; ++s) {
+    const uint k0 = kbeg + s * BK;
+    if (s > 0) barrier();  // Hazard: as the p0 loop's
+    CLOCK(c0)
+    [[unroll]] for (uint e = 0; e < LOADS_A; ++e) STORE_A(0, e, LOAD_A(k0, e));
+    [[unroll]] for (uint e = 0; e < LOADS_B; ++e) STORE_B(0, e, LOAD_B(k0, e));
+    CLOCK(c1)
+    barrier();  // Hazard: as the p0 loop's
+    CLOCK(c2)
+    MULTIPLY(0, 0);
+    CLOCK(c3)
+    TRACE_STEP(s, c0, c1, c2, c3)
+  }
+  CLOCK(c_last)
+  TRACE_HEAD(steps, c_first, c_last)
+  if (p.lda != 12345u) return;  // never taken by the bench's operands: the products stay
 #elif !PROBE
   // No register prefetch: fewer registers, so more workgroups per SM hide the global loads instead.
   for (uint s = 0; s < steps; ++s) {

@@ -32,6 +32,7 @@ struct CmTile {
   int64_t bm, bn, bk;
 };
 std::span<const CmTile> cm_tiles();
+std::span<const CmTile> cm_traces();  // per-step clock traces (ALPHA_VK_TILE_TRACE=1)
 bool has_bias_variants(const std::string& tile);  // the tile has the bias epilogue and the bias-gradient row sums
 // Timing probes of a tile's inner loop (wrong results by design): only `alpha bench gpu --tiles` runs them.
 std::span<const CmTile> cm_probes();

@@ -313,6 +313,10 @@ void Device::create_device() {
   const char* ps = std::getenv("ALPHA_VK_PIPELINE_STATS");
   f.pipeline_stats = ps && std::string_view(ps) == "1" &&
                      has_extension(exts, VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
+  // Per-step clocks and SM ids of the GEMM tiles (`alpha bench gpu --tiles` with ALPHA_VK_TILE_TRACE=1): opt-in.
+  const char* tt = std::getenv("ALPHA_VK_TILE_TRACE");
+  f.tile_trace = tt && std::string_view(tt) == "1" && has_extension(exts, VK_KHR_SHADER_CLOCK_EXTENSION_NAME) &&
+                 has_extension(exts, VK_NV_SHADER_SM_BUILTINS_EXTENSION_NAME);
   f.subgroup_size = p11.subgroupSize;
   f.subgroup_shuffle = (p11.subgroupSupportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
                        (p11.subgroupSupportedOperations & VK_SUBGROUP_FEATURE_SHUFFLE_BIT);
@@ -420,6 +424,19 @@ void Device::create_device() {
     dev_exts.push_back(VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
     pexec.pNext = e12.pNext;
     e12.pNext = &pexec;
+  }
+  VkPhysicalDeviceShaderClockFeaturesKHR fclock{};
+  fclock.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_CLOCK_FEATURES_KHR;
+  fclock.shaderSubgroupClock = VK_TRUE;
+  VkPhysicalDeviceShaderSMBuiltinsFeaturesNV fsm{};
+  fsm.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_SM_BUILTINS_FEATURES_NV;
+  fsm.shaderSMBuiltins = VK_TRUE;
+  if (f.tile_trace) {  // prepended like the fault features below
+    dev_exts.push_back(VK_KHR_SHADER_CLOCK_EXTENSION_NAME);
+    dev_exts.push_back(VK_NV_SHADER_SM_BUILTINS_EXTENSION_NAME);
+    fsm.pNext = e12.pNext;
+    fclock.pNext = &fsm;
+    e12.pNext = &fclock;
   }
   if (f.device_fault) {  // prepended: other features may already hang off e12
     efault.pNext = e12.pNext;

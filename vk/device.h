@@ -37,6 +37,7 @@ struct DeviceFeatures {
   bool khr_coopmat_f16 = false;         // ...enabled for the GEMMs' KHR twins (spirv/nv2khr.h), same shape as NV
   bool coopmat2_conversions = false;    // VK_NV_cooperative_matrix2's conversions enabled: attention's KHR twins
   bool pipeline_stats = false;           // VK_KHR_pipeline_executable_properties enabled (ALPHA_VK_PIPELINE_STATS=1)
+  bool tile_trace = false;  // VK_KHR_shader_clock + VK_NV_shader_sm_builtins enabled (ALPHA_VK_TILE_TRACE=1): GEMM traces
   uint32_t subgroup_size = 0;
   bool subgroup_shuffle = false;         // subgroupShuffleXor in compute shaders (attention_cm.comp)
   uint32_t shared_memory_bytes = 0;      // maxComputeSharedMemorySize

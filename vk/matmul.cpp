@@ -49,7 +49,15 @@ constexpr CmTile kCmProbes[] = {
     {"128x128w4k64s1_pstage", 128, 128, 64},  {"128x128w4k64s1_pnobar", 128, 128, 64},
     {"128x128w4k64s1_pnoload", 128, 128, 64}, {"128x128w4k64s1_pnosts", 128, 128, 64}};
 
+// Traces of the p0 tiles (ALPHA_VK_TILE_TRACE=1; per-step clocks written over C by design).
+constexpr CmTile kCmTraces[] = {{"128x128w4k64s1p0_ptrace", 128, 128, 64},
+                                {"128x128w4k64s1p0f_ptrace", 128, 128, 64},
+                                {"128x64w4k64s1p0f_ptrace", 128, 64, 64},
+                                {"128x128w4k64s1_ptrace", 128, 128, 64}};
+
 const CmTile& tile_named(const std::string& name) {
+  for (const CmTile& t : kCmTraces)
+    if (name == t.name) return t;
   for (const CmTile& t : kCmTiles)
     if (name == t.name) return t;
   for (const CmTile& t : kCmProbes)
@@ -62,6 +70,7 @@ const CmTile& tile_named(const std::string& name) {
 
 std::span<const CmTile> cm_tiles() { return kCmTiles; }
 std::span<const CmTile> cm_probes() { return kCmProbes; }
+std::span<const CmTile> cm_traces() { return kCmTraces; }
 
 std::string cm_tile_from_env() {
   const char* e = std::getenv("ALPHA_VK_CM_TILE");

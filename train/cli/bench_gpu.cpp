@@ -184,6 +184,26 @@ nlohmann::json bench_gemm_tiles(vk::VulkanBackend& be, const std::vector<GemmCas
     const auto [a, b] = operands(cases[i]);
     for (const vk::CmTile& t : vk::cm_probes()) rows[i]["probes"][t.name] = time_tile(cases[i], a, b, t.name);
   }
+  // Traces (ALPHA_VK_TILE_TRACE=1): each trace tile's per-step clocks at every shape, written raw to
+  // $ALPHA_VK_TRACE_DIR/trace_<case>_<tile>.bin (260 uvec4 per workgroup: scripts/gpu/tile_trace.py reads them).
+  if (be.runtime().device().features().tile_trace) {
+    const char* dir = std::getenv("ALPHA_VK_TRACE_DIR");
+    for (size_t i = 0; i < cases.size(); ++i) {
+      const GemmCase& c = cases[i];
+      const auto [a, b] = operands(c);
+      for (const vk::CmTile& t : vk::cm_traces()) {
+        rows[i]["traces"][t.name] = time_tile(c, a, b, t.name);  // warm, and the trace's own rate
+        be.set_cm_tile(t.name);
+        const Tensor out = ops::matmul(a, b, c.ta, c.tb);
+        const size_t bytes = std::min(out.nbytes(), size_t((c.M + t.bm - 1) / t.bm * ((c.N + t.bn - 1) / t.bn)) * 260 * 16);
+        const std::string path = fmt::format("{}/trace_{}_{}.bin", dir ? dir : ".", i, t.name);
+        std::FILE* f = std::fopen(path.c_str(), "wb");
+        ALPHA_CHECK(f != nullptr, ValueError, "[bench] cannot write {} (ALPHA_VK_TRACE_DIR)", path);
+        std::fwrite(out.data<uint16_t>(), 1, bytes, f);
+        std::fclose(f);
+      }
+    }
+  }
   be.set_cm_tile("");
   return rows;
 }
