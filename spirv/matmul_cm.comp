@@ -188,8 +188,8 @@ shared float Rs[NT * 8];  // each invocation's 8 row sums, for the fixed tree at
 // A transposed (K x M, M contiguous): invocation t stages the same 8 rows, from m0 + (t % (BM / 8)) * 8, at every
 // K step (slot()), so it keeps their 8 sums in registers.
 #define RS_SHARE (NT / (BM / 8))  // invocations staging the same 8 rows
-#if BM > NT
-#error "the row sums' tree gives each row one invocation"
+#if BM > NT || NT % (BM / 8) != 0
+#error "the row sums' tree gives each row one invocation, and each the same number of staging invocations"
 #endif
 // Add a staged piece (8 halves of 8 consecutive rows at one k) to the invocation's sums, in K order.
 #define ROWSUM_ADD(v)                                                                                           \
@@ -219,7 +219,8 @@ shared float16_t Es[SG_M * SG_N * 256];  // one f16 fragment per subgroup: the b
 // t and e stay split: indexing (t + e NT) / R raised the 128x64 p0 tile from 205 to 255 registers (up to 30% slower).
 void slot(uint t, uint e, uint R, bool k_contig, out uint r, out uint k) {
   if (k_contig) { k = (t % (BK / V)) * V; r = t / (BK / V) + e * (NT / (BK / V)); }
-  else          { r = (t % (R / V)) * V;  k = t / (R / V) + e * (NT / (R / V)); }
+  else if (NT % (R / V) == 0) { r = (t % (R / V)) * V;  k = t / (R / V) + e * (NT / (R / V)); }
+  else { const uint i = t + e * NT; r = (i % (R / V)) * V; k = i / (R / V); }  // R = 96 (rows of 12 pieces)
 }
 // Shared offset of element (r, k) of a slice stored along k (row-major) or along r.
 uint soff(uint r, uint k, uint R, bool k_contig) { return k_contig ? r * (BK + PAD) + k : k * (R + PAD) + r; }

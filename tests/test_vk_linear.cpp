@@ -152,7 +152,7 @@ TEST_CASE("vk linear_weight_grads: dw bitwise as matmul_f32, db as the CPU's col
   }
   // Every tile with the variant, forced (the choice by shape above takes one or two): split and unsplit K.
   for (const vk::CmTile& t : vk::cm_tiles()) {
-    if (!cm || !vk::has_bias_variants(t.name)) continue;
+    if (!cm || !vk::has_rowsum_variant(t.name)) continue;
     struct Tile {
       ~Tile() { gpu().set_cm_tile(""); }
     } reset;

@@ -91,8 +91,13 @@ TEST_CASE("vk matmul coopmat tile choice by shape (the sweeps' rule; the choice 
   const std::string wide = khr ? "128x128w4k64s1p0f" : mid;
   const std::string square = khr ? "128x128w4k64s1p0" : "128x128w4k64s1";
   CHECK(std::string(gpu().cm_tile(8192, 2304, 768, 1).name) == wide);
-  CHECK(std::string(gpu().cm_tile(8192, 768, 3072, 1).name) == mid);
+  CHECK(std::string(gpu().cm_tile(8192, 768, 3072, 1).name) == (khr ? "96x128w4k64s1p0f" : mid));  // N = 768
+  CHECK(std::string(gpu().cm_tile(16384, 384, 1536, 1).name) == mid);  // shakespeare_char's N = 384
   CHECK(std::string(gpu().cm_tile(768, 768, 8192, 1).name) == mid);
+  // f16 outputs split K below kTargetGroupsCm tiles of 128 x 64 output, whatever the tile: 384 of 128 x 128 do not.
+  CHECK(gpu().matmul_splits("matmul_cm_f16", 8192, 768, 768, 1, 128, 128) == 1);
+  CHECK(gpu().matmul_splits("matmul_cm_f16", 4096, 768, 768, 1, 128, 128) == 2);
+  CHECK(gpu().matmul_splits("matmul_cm_f16", 64, 64, 8192, 1, 64, 64) == 32);  // a quarter tile: K / kMinSplitK
   CHECK(gpu().matmul_splits("matmul_cm_f16", 768, 768, 8192, 1, 128, 64) == 11);  // 72 tiles -> 792 workgroups
   gpu().set_split_target(1188);  // ALPHA_VK_SPLIT_TARGET's sweeps: 72 tiles -> 17 slices, for f32 outputs only
   CHECK(gpu().matmul_splits("matmul_cm_f16", 768, 768, 8192, 1, 128, 64, true) == 17);

@@ -33,7 +33,8 @@ struct CmTile {
 };
 std::span<const CmTile> cm_tiles();
 std::span<const CmTile> cm_traces();  // per-step clock traces (ALPHA_VK_TILE_TRACE=1)
-bool has_bias_variants(const std::string& tile);  // the tile has the bias epilogue and the bias-gradient row sums
+bool has_bias_variants(const std::string& tile);   // the tile has the bias and residual epilogues
+bool has_rowsum_variant(const std::string& tile);  // ... and the bias-gradient row sums (f32 out)
 // Timing probes of a tile's inner loop (wrong results by design): only `alpha bench gpu --tiles` runs them.
 std::span<const CmTile> cm_probes();
 // ALPHA_VK_CM_TILE=<name> forces one tile for every product (sweeps, tests); empty = chosen per shape.

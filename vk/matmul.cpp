@@ -40,6 +40,7 @@ constexpr CmTile kCmTiles[] = {
     {"64x64w4k64s1", 64, 64, 64},     {"128x64w4k64s1p0", 128, 64, 64}, {"64x64w4k64s1p0", 64, 64, 64},
     {"128x128w4k64s1p0", 128, 128, 64},
     {"128x128w4k64s1p0f", 128, 128, 64}, {"128x64w4k64s1p0f", 128, 64, 64}, {"64x64w4k64s1p0f", 64, 64, 64},
+    {"96x128w4k64s1p0f", 96, 128, 64},
 };
 
 // Timing probes (spirv/CMakeLists.txt): a tile's inner loop alone, for `alpha bench gpu --tiles`.
@@ -108,6 +109,9 @@ const CmTile& VulkanBackend::cm_tile(int64_t M, int64_t N, int64_t K, int64_t ba
   const bool f32_split = f32_out && matmul_splits("matmul_cm_f16", M, N, K, batches, 128, 128, true) > 1;
   if (khr && !f32_split && (N >= 2048 || (N >= 1024 && M >= 8192) || M >= 32768 || K >= 32768))
     return tile_named("128x128w4k64s1p0f");
+  // GPT-2's N = 768 forward and dx products: 96 x 128 tiles (516 workgroups, ~2 waves at two per SM) ran 4-6%
+  // faster than 128 x 64 in `--tiles` and the step 0.35 ms faster; shakespeare_char's N = 384 (M 16384) 4% slower.
+  if (khr && !f32_out && M >= 8192 && N > 512 && N <= 1024) return tile_named("96x128w4k64s1p0f");
   const CmTile& mid = tile_named(khr ? "128x64w4k64s1p0f" : "128x64w4k64s1p0");
   const int64_t groups = cdiv(M, mid.bm) * cdiv(N, mid.bn) * batches;
   const int64_t splits = matmul_splits("matmul_cm_f16", M, N, K, batches, mid.bm, mid.bn, f32_out);
@@ -169,10 +173,11 @@ std::string VulkanBackend::matmul_kernel(DType dtype, int64_t M, int64_t N, int6
 int64_t VulkanBackend::matmul_splits(const std::string& kernel, int64_t M, int64_t N, int64_t K, int64_t batches,
                                      int64_t bm, int64_t bn, bool f32_out) const {
   if (kernel == "matmul_f16" || kernel.rfind("matmul_small", 0) == 0) return 1;  // no f32-partials variant / small grids
-  const int64_t tiles = cdiv(M, bm) * cdiv(N, bn) * batches;
-  // f16 outputs that split add a sum and a cast pass, so they keep kTargetGroupsCm (at 1024 GPT-2's 128 x 64
-  // forward and dx products split in two: its step +2.2 ms on an H200).
   const bool cm = kernel.rfind("matmul_cm", 0) == 0;
+  // f16 outputs that split add a sum and a cast pass, so they keep kTargetGroupsCm (at 1024 GPT-2's 128 x 64
+  // forward and dx products split in two: its step +2.2 ms on an H200), counted in 128 x 64 tiles of output: a
+  // grid of 384 128 x 128 tiles (GPT-2's N = 768) is 1.45 waves, and split in two it ran 90 TFLOP/s, not ~200.
+  const int64_t tiles = cdiv(cdiv(M, bm) * cdiv(N, bn) * batches * (cm && !f32_out ? bm * bn : 128 * 64), 128 * 64);
   const int64_t target = !cm ? kTargetGroups : f32_out ? split_target() : kTargetGroupsCm;
   if (tiles >= target || K < 2 * kMinSplitK) return 1;
   // Side by side with other products (set_concurrent), f32 outputs fill the device together: no slices to sum.
@@ -250,10 +255,12 @@ Tensor VulkanBackend::matmul_out(const Tensor& a, const Tensor& b, bool ta, bool
 // Tiles with the bias epilogue and the row-sum variant (spirv/CMakeLists.txt): the ones cm_tile picks.
 bool has_bias_variants(const std::string& tile) {
   for (const char* t : {"128x128w4k64s1", "128x128w4k64s1p0", "128x128w4k64s1p0f", "128x64w4k64s1p0", "128x64w4k64s1p0f",
-                        "64x64w4k64s1p0", "64x64w4k64s1p0f"})
+                        "64x64w4k64s1p0", "64x64w4k64s1p0f", "96x128w4k64s1p0f"})
     if (tile == t) return true;
   return false;
 }
+
+bool has_rowsum_variant(const std::string& tile) { return has_bias_variants(tile) && tile != "96x128w4k64s1p0f"; }
 
 // The tile of an f16 coopmat product x (M, K) @ w (N, K)^T in one K slice whose variants have the epilogues (EPI_BIAS,
 // EPI_RESID); nullptr where the product would take another path (no coopmat, odd sizes, split-K, a forced tile
@@ -321,7 +328,7 @@ ops::LinearWeightGrads VulkanBackend::linear_weight_grads(const Tensor& g, const
   if (M == 0 || N == 0 || K == 0 || M % 8 != 0 || N % 8 != 0 || K % 8 != 0) return {};
   if (matmul_kernel(DType::f16, M, N, K, 1) != "matmul_cm_f16") return {};
   const CmTile& ct = cm_tile(M, N, K, 1, true);
-  if (!has_bias_variants(ct.name) || cdiv(M, ct.bm) > 65535 || cdiv(N, ct.bn) > 65535) return {};
+  if (!has_rowsum_variant(ct.name) || cdiv(M, ct.bm) > 65535 || cdiv(N, ct.bn) > 65535) return {};
   int64_t splits = matmul_splits("matmul_cm_f16", M, N, K, 1, ct.bm, ct.bn, true);
   const int64_t k_chunk = splits > 1 ? cdiv(cdiv(K, splits), ct.bk) * ct.bk : K;  // as matmul_out slices K
   if (splits > 1) splits = cdiv(K, k_chunk);

@@ -108,5 +108,6 @@ def report(path):
         print(f"  product phases overlapping a co-resident workgroup's product phases: {100 * over / tot_p:.0f}%")
 
 
-for p in sys.argv[1:]:
-    report(p)
+if __name__ == "__main__":
+    for p in sys.argv[1:]:
+        report(p)
