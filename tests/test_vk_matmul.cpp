@@ -93,15 +93,18 @@ TEST_CASE("vk matmul coopmat tile choice by shape (the sweeps' rule; the choice 
   CHECK(std::string(gpu().cm_tile(8192, 2304, 768, 1).name) == wide);
   CHECK(std::string(gpu().cm_tile(8192, 768, 3072, 1).name) == (khr ? "96x128w4k64s1p0f" : mid));  // N = 768
   CHECK(std::string(gpu().cm_tile(16384, 384, 1536, 1).name) == mid);  // shakespeare_char's N = 384
-  CHECK(std::string(gpu().cm_tile(768, 768, 8192, 1).name) == mid);
-  // f16 outputs split K below kTargetGroupsCm tiles of 128 x 64 output, whatever the tile: 384 of 128 x 128 do not.
-  CHECK(gpu().matmul_splits("matmul_cm_f16", 8192, 768, 768, 1, 128, 128) == 1);
-  CHECK(gpu().matmul_splits("matmul_cm_f16", 4096, 768, 768, 1, 128, 128) == 2);
-  CHECK(gpu().matmul_splits("matmul_cm_f16", 64, 64, 8192, 1, 64, 64) == 32);  // a quarter tile: K / kMinSplitK
-  CHECK(gpu().matmul_splits("matmul_cm_f16", 768, 768, 8192, 1, 128, 64) == 11);  // 72 tiles -> 792 workgroups
+  // f16 out at a weight gradient's shape: 72 tiles of 128 x 64 in 4 slices (of 2048) are under kSmallGrid: 64 x 64.
+  CHECK(std::string(gpu().cm_tile(768, 768, 8192, 1).name) == (khr ? "64x64w4k64s1p0f" : "64x64w4k64s1p0"));
+  CHECK(std::string(gpu().cm_tile(768, 768, 8192, 1, true).name) == mid);
+  // f16 outputs split K only in slices of 2048 or more: GPT-2's N = 768 products on 96 x 128 tiles stay whole, its
+  // LM head's dx (K 50304) splits in two; a long K with one tile stops at K / 2048.
+  CHECK(gpu().matmul_splits("matmul_cm_f16", 8192, 768, 3072, 1, 96, 128) == 1);
+  CHECK(gpu().matmul_splits("matmul_cm_f16", 1024, 768, 50304, 8, 128, 128) == 2);
+  CHECK(gpu().matmul_splits("matmul_cm_f16", 64, 64, 8192, 1, 64, 64) == 4);
+  CHECK(gpu().matmul_splits("matmul_cm_f16", 768, 768, 8192, 1, 128, 64) == 4);  // 72 tiles: 11 slices would cut 745
   gpu().set_split_target(1188);  // ALPHA_VK_SPLIT_TARGET's sweeps: 72 tiles -> 17 slices, for f32 outputs only
   CHECK(gpu().matmul_splits("matmul_cm_f16", 768, 768, 8192, 1, 128, 64, true) == 17);
-  CHECK(gpu().matmul_splits("matmul_cm_f16", 768, 768, 8192, 1, 128, 64) == 11);
+  CHECK(gpu().matmul_splits("matmul_cm_f16", 768, 768, 8192, 1, 128, 64) == 4);
   CHECK(gpu().matmul_splits("matmul_f16", 768, 768, 8192, 1, 128, 64) == 1);  // (SIMT f16: no split variant)
   gpu().set_split_target(0);
   // f32 outputs aim at 1024 workgroups while the slices keep 2048 of K, else at 768 like f16 outputs.
@@ -226,7 +229,8 @@ TEST_CASE("vk matmul coopmat block tiles: every 16-byte-load f16 tile matches th
   // tiles (split-K: f32 partials summed in order, one f16 rounding); whole fragments (direct stores) and edges;
   // M, N multiples of 128 with K a multiple of 16 but not of 64 (a partial last K step in whole tiles).
   const Case cases[] = {{1, 8, 8, 8},       {2, 72, 40, 136},   {1, 264, 96, 520},   {1, 136, 1048, 200},
-                        {1, 256, 64, 256},  {1, 128, 48, 128},  {2, 256, 208, 384},  {1, 128, 2064, 256}};
+                        {1, 256, 64, 256},  {1, 128, 48, 128},  {2, 256, 208, 384},  {1, 128, 2064, 256},
+                        {1, 136, 4168, 72}};
   for (const vk::CmTile& t : vk::cm_tiles()) {
     gpu().set_cm_tile(t.name);
     for (const Case& c : cases)

@@ -109,9 +109,10 @@ class VulkanBackend : public Backend {
   // steps (targets 256 / 512 / 768 / 1024, alternated twice): shakespeare_char 14.6 / 14.1 / 14.0 / 15.2 ms,
   // GPT-2 59.7 / 59.7 / 59.3 / 62.7 ms (docs/PERFORMANCE.md, session 10).
   static constexpr int64_t kTargetGroupsCm = 768;
-  // The weight gradients' (f32 out) target, ALPHA_VK_SPLIT_TARGET's default, while slices keep kMinSliceF32 of K.
+  // The weight gradients' (f32 out) target, ALPHA_VK_SPLIT_TARGET's default, while slices keep kMinSlice of K
+  // (f16 outputs never cut K shorter).
   // GPT-2 steps on an H200 (targets 768 / 1024 / 1152, alternated twice): 39.7-40.2 / 38.8-39.1 / 38.8-39.0 ms.
-  static constexpr int64_t kTargetGroupsCmF32 = 1024, kMinSliceF32 = 2048;
+  static constexpr int64_t kTargetGroupsCmF32 = 1024, kMinSlice = 2048;
   static constexpr int64_t kSmallGrid = 384;  // cm_tile: fewer 128 x 64 workgroups than this take 64 x 64 tiles
   // Positions per partial sum of the embedding backward (vk/embedding.cpp): a frequent token's run is cut into
   // segments of this many, summed in parallel, then in order.

@@ -174,21 +174,25 @@ int64_t VulkanBackend::matmul_splits(const std::string& kernel, int64_t M, int64
                                      int64_t bm, int64_t bn, bool f32_out) const {
   if (kernel == "matmul_f16" || kernel.rfind("matmul_small", 0) == 0) return 1;  // no f32-partials variant / small grids
   const bool cm = kernel.rfind("matmul_cm", 0) == 0;
-  // f16 outputs that split add a sum and a cast pass, so they keep kTargetGroupsCm (at 1024 GPT-2's 128 x 64
-  // forward and dx products split in two: its step +2.2 ms on an H200), counted in 128 x 64 tiles of output: a
-  // grid of 384 128 x 128 tiles (GPT-2's N = 768) is 1.45 waves, and split in two it ran 90 TFLOP/s, not ~200.
-  const int64_t tiles = cdiv(cdiv(M, bm) * cdiv(N, bn) * batches * (cm && !f32_out ? bm * bn : 128 * 64), 128 * 64);
-  const int64_t target = !cm ? kTargetGroups : f32_out ? split_target() : kTargetGroupsCm;
-  if (tiles >= target || K < 2 * kMinSplitK) return 1;
-  // Side by side with other products (set_concurrent), f32 outputs fill the device together: no slices to sum.
-  if (cm && f32_out && concurrent_) return 1;
-  const int64_t splits = std::min(cdiv(target, tiles), K / kMinSplitK);
-  // The weight gradients' larger default target fills the last wave of GPT-2's fc/proj dW (4 slices of 2048, not
-  // 3); where it would cut K below kMinSliceF32 the slices' fixed costs win and the f16 target holds (H200 steps:
-  // shakespeare_char's dW, K 16384 in 15-19 slices, +2% at 1024).
-  if (cm && f32_out && split_target_ == 0 && K / splits < kMinSliceF32)
-    return matmul_splits(kernel, M, N, K, batches, bm, bn, false);
-  return splits;
+  const int64_t tiles = cdiv(M, bm) * cdiv(N, bn) * batches;
+  const auto splits_for = [&](int64_t target) {
+    return tiles >= target || K < 2 * kMinSplitK ? int64_t(1) : std::min(cdiv(target, tiles), K / kMinSplitK);
+  };
+  if (!cm) return splits_for(kTargetGroups);
+  if (f32_out) {
+    // Side by side with other products (set_concurrent), f32 outputs fill the device together: no slices to sum.
+    if (concurrent_) return 1;
+    // The weight gradients' larger default target fills the last wave of GPT-2's fc/proj dW (4 slices of 2048, not
+    // 3); where it would cut K below kMinSlice the slices' fixed costs win and the f16 target holds (H200 steps:
+    // shakespeare_char's dW, K 16384 in 15-19 slices, +2% at 1024).
+    const int64_t splits = splits_for(split_target());
+    return split_target_ == 0 && splits > 1 && K / splits < kMinSlice ? splits_for(kTargetGroupsCm) : splits;
+  }
+  // f16 outputs that split add f32 partials, a sum and a cast pass: they aim at kTargetGroupsCm (at 1024 GPT-2's
+  // 128 x 64 forward and dx products split in two: its step +2.2 ms on an H200) and only in slices of kMinSlice or
+  // more of K. GPT-2's N = 768 products on 96 x 128 tiles (516 workgroups, K <= 3072) split in two ran 84-93
+  // TFLOP/s against 206-231 whole; its LM head's dx (K 50304, 384 tiles of 128 x 128) 306 split against 238.
+  return std::max<int64_t>(1, std::min(splits_for(kTargetGroupsCm), K / kMinSlice));
 }
 
 Tensor VulkanBackend::matmul(const Tensor& a, const Tensor& b, bool ta, bool tb) {
