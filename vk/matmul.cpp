@@ -256,7 +256,8 @@ Tensor VulkanBackend::matmul_out(const Tensor& a, const Tensor& b, bool ta, bool
   return out;
 }
 
-// Tiles with the bias epilogue and the row-sum variant (spirv/CMakeLists.txt): the ones cm_tile picks.
+// Tiles with the bias and residual epilogues (spirv/CMakeLists.txt): the ones cm_tile picks; all but 96 x 128 also
+// have the row-sum variant (linear_weight_grads).
 bool has_bias_variants(const std::string& tile) {
   for (const char* t : {"128x128w4k64s1", "128x128w4k64s1p0", "128x128w4k64s1p0f", "128x64w4k64s1p0", "128x64w4k64s1p0f",
                         "64x64w4k64s1p0", "64x64w4k64s1p0f", "96x128w4k64s1p0f"})
