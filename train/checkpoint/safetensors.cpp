@@ -146,12 +146,12 @@ NamedTensors read_safetensors(const std::string& path, nlohmann::json* metadata)
       Shape shape;
       uint64_t numel = 1;
       for (const auto& d : e.at("shape")) {
-        const uint64_t v = d.get<uint64_t>();
+        const uint64_t v = json_u64(d);
         ALPHA_CHECK(v <= static_cast<uint64_t>(INT64_MAX) && !__builtin_mul_overflow(numel, v, &numel), CheckpointError,
                     "[safetensors] \"{}\": shape of \"{}\" overflows", path, name);
         shape.push_back(static_cast<int64_t>(v));
       }
-      const uint64_t b = e.at("data_offsets").at(0).get<uint64_t>(), en = e.at("data_offsets").at(1).get<uint64_t>();
+      const uint64_t b = json_u64(e.at("data_offsets").at(0)), en = json_u64(e.at("data_offsets").at(1));
       ALPHA_CHECK(b <= en && en <= data_size && numel <= UINT64_MAX / 4 && en - b == numel * 4, CheckpointError,
                   "[safetensors] \"{}\": tensor \"{}\" has data_offsets [{}, {}] that do not fit its shape or the file",
                   path, name, b, en);

@@ -70,8 +70,8 @@ InspectModel load_inspect_model(const std::string& arg, const std::string& preci
         const std::string text = meta["alpha.model"].get<std::string>();
         ALPHA_CHECK(json_nesting_depth(text) <= kMaxJsonDepth, CheckpointError, "[inspect] \"{}\": deep metadata", arg);
         const auto j = nlohmann::json::parse(text);
-        mc = GPTConfig{j.at("n_layer").get<int64_t>(), j.at("n_head").get<int64_t>(), j.at("n_embd").get<int64_t>(),
-                       j.at("block_size").get<int64_t>(), j.at("vocab_size").get<int64_t>(), 0.0, j.at("bias").get<bool>()};
+        mc = GPTConfig{json_i64(j.at("n_layer")), json_i64(j.at("n_head")), json_i64(j.at("n_embd")),
+                       json_i64(j.at("block_size")), json_i64(j.at("vocab_size")), 0.0, j.at("bias").get<bool>()};
       } catch (const nlohmann::json::exception& e) {
         throw CheckpointError(fmt::format("[inspect] \"{}\": bad alpha.model metadata: {}", arg, e.what()));
       }

@@ -4,7 +4,10 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <string_view>
+
+#include <nlohmann/json.hpp>
 
 namespace alpha {
 
@@ -29,6 +32,20 @@ inline size_t json_nesting_depth(std::string_view text) {
     }
   }
   return deepest;
+}
+
+// nlohmann's get<integer>() static_casts a float value, undefined behaviour when it is out of range (3e20 read
+// as uint64_t): readers of untrusted files take integers through these, which accept JSON integers in range only
+// and otherwise throw nlohmann's type_error, like any other mistyped field.
+inline uint64_t json_u64(const nlohmann::json& v) {
+  if (v.is_number_unsigned()) return v.get<uint64_t>();
+  throw nlohmann::json::type_error::create(302, std::string("expected a non-negative integer, got ") + v.dump(), &v);
+}
+
+inline int64_t json_i64(const nlohmann::json& v) {
+  if (v.is_number_unsigned() && v.get<uint64_t>() <= static_cast<uint64_t>(INT64_MAX)) return v.get<int64_t>();
+  if (v.is_number_integer() && !v.is_number_unsigned()) return v.get<int64_t>();
+  throw nlohmann::json::type_error::create(302, std::string("expected a 64-bit integer, got ") + v.dump(), &v);
 }
 
 }  // namespace alpha

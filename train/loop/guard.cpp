@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "autograd/check.h"
+#include "config/json_limits.h"
 
 namespace alpha {
 
@@ -18,11 +19,12 @@ nlohmann::json guard_state_json(const GuardState& s) {
 
 GuardState guard_state_from_json(const nlohmann::json& j) {
   GuardState s;
-  s.bad_steps = j.value("bad_steps", s.bad_steps);
-  s.skipped = j.value("skipped", s.skipped);
-  s.rollbacks = j.value("rollbacks", s.rollbacks);
-  s.spikes = j.value("spikes", s.spikes);
-  s.bad_in_row = j.value("bad_in_row", s.bad_in_row);
+  auto count = [&](const char* key, int64_t def) { return j.contains(key) ? json_i64(j.at(key)) : def; };
+  s.bad_steps = count("bad_steps", s.bad_steps);
+  s.skipped = count("skipped", s.skipped);
+  s.rollbacks = count("rollbacks", s.rollbacks);
+  s.spikes = count("spikes", s.spikes);
+  s.bad_in_row = count("bad_in_row", s.bad_in_row);
   s.lr_scale = j.value("lr_scale", s.lr_scale);
   return s;
 }

@@ -7,6 +7,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "config/json_limits.h"
+
 namespace alpha {
 
 namespace fs = std::filesystem;
@@ -18,7 +20,7 @@ constexpr const char* kExpAvg = "adamw.exp_avg/";
 constexpr const char* kExpAvgSq = "adamw.exp_avg_sq/";
 
 nlohmann::json rng_json(const RngState& s) { return {{"seed", s.seed}, {"position", s.position}}; }
-RngState rng_from(const nlohmann::json& j) { return {j.at("seed").get<uint64_t>(), j.at("position").get<uint64_t>()}; }
+RngState rng_from(const nlohmann::json& j) { return {json_u64(j.at("seed")), json_u64(j.at("position"))}; }
 nlohmann::json num_or_null(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
 double num_from(const nlohmann::json& j) { return j.is_null() ? NAN : j.get<double>(); }
 
@@ -167,8 +169,8 @@ RunCheckpoint load_run_checkpoint(const std::string& path, bool header_only) {
     }
     ck.tokenizer = m.at("tokenizer");
     const auto& mj = m.at("model");
-    ck.model = GPTConfig{mj.at("n_layer").get<int64_t>(), mj.at("n_head").get<int64_t>(), mj.at("n_embd").get<int64_t>(),
-                         mj.at("block_size").get<int64_t>(), mj.at("vocab_size").get<int64_t>(),
+    ck.model = GPTConfig{json_i64(mj.at("n_layer")), json_i64(mj.at("n_head")), json_i64(mj.at("n_embd")),
+                         json_i64(mj.at("block_size")), json_i64(mj.at("vocab_size")),
                          mj.at("dropout").get<double>(), mj.at("bias").get<bool>()};
     // Llama keys (absent before arch "llama": GPT-2 defaults).
     ck.model.arch = mj.value("arch", std::string("gpt2"));
@@ -179,23 +181,23 @@ RunCheckpoint load_run_checkpoint(const std::string& path, bool header_only) {
     ck.model.qk_norm = mj.value("qk_norm", false);
     ck.model.mlp_act = mj.value("mlp_act", std::string("swiglu"));
     TrainState& s = ck.state;
-    s.step = m.at("step").get<int64_t>();
-    s.tokens_seen = m.at("tokens_seen").get<int64_t>();
+    s.step = json_i64(m.at("step"));
+    s.tokens_seen = json_i64(m.at("tokens_seen"));
     const auto& r = m.at("rng");
     s.init = rng_from(r.at("init"));
     s.data = rng_from(r.at("data"));
     s.dropout = rng_from(r.at("dropout"));
     s.eval = rng_from(r.at("eval"));
     s.sample = rng_from(r.at("sample"));
-    s.eval_step = m.at("eval").at("step").get<int64_t>();
+    s.eval_step = json_i64(m.at("eval").at("step"));
     s.train_loss = num_from(m.at("eval").at("train_loss"));
     s.val_loss = num_from(m.at("eval").at("val_loss"));
-    ck.optimizer_step = m.at("optimizer").at("step_count").get<int64_t>();
+    ck.optimizer_step = json_i64(m.at("optimizer").at("step_count"));
     ck.optimizer_type = m.at("optimizer").value("type", std::string("adamw"));
     if (m.contains("guard")) s.guard = guard_state_from_json(m.at("guard"));  // absent before issue 9
     if (m.contains("loss_scale")) {  // absent before f16 mode: the defaults
       const auto& ls = m.at("loss_scale");
-      s.loss_scale = {ls.at("scale").get<double>(), ls.at("good_steps").get<int64_t>(), ls.at("skipped").get<int64_t>()};
+      s.loss_scale = {ls.at("scale").get<double>(), json_i64(ls.at("good_steps")), json_i64(ls.at("skipped"))};
       ALPHA_CHECK(std::isfinite(s.loss_scale.scale) && s.loss_scale.scale > 0 && s.loss_scale.good_steps >= 0 &&
                       s.loss_scale.skipped >= 0,
                   CheckpointError, "[checkpoint] \"{}\": bad loss_scale {}", path, ls.dump());

@@ -304,3 +304,24 @@ TEST_CASE("hostile safetensors: a deeply nested JSON header is refused before it
       error_of<CheckpointError>([&] { read_safetensors((d.path / "deep.safetensors").string(), nullptr); });
   CHECK(has(msg, "JSON header nested deeper than 64 levels"));
 }
+
+TEST_CASE("hostile safetensors: a float where an integer belongs (shape 3e20, offsets 1.5) is refused, not cast") {
+  // The fuzzer's find: nlohmann's get<uint64_t>() of 3e20 was an out-of-range float cast (undefined behaviour).
+  TempDir d;
+  for (const std::string entry : {R"({"dtype":"F32","shape":[3e20],"data_offsets":[0,4]})",
+                                  R"({"dtype":"F32","shape":[1],"data_offsets":[0,4.0]})",
+                                  R"({"dtype":"F32","shape":[-1],"data_offsets":[0,4]})"}) {
+    const std::string header = R"({"w":)" + entry + "}";
+    std::string bytes(8, '\0');
+    const uint64_t n = header.size();
+    std::memcpy(bytes.data(), &n, 8);
+    write_file(d.path / "float.safetensors", bytes + header + std::string(4, '\0'));
+    const std::string msg =
+        error_of<CheckpointError>([&] { read_safetensors((d.path / "float.safetensors").string(), nullptr); });
+    CHECK(has(msg, "bad entry \"w\""));
+  }
+  CHECK(json_u64(nlohmann::json::parse("7")) == 7);
+  CHECK(json_i64(nlohmann::json::parse("-7")) == -7);
+  CHECK_THROWS_AS(json_i64(nlohmann::json::parse("18446744073709551615")), nlohmann::json::type_error);
+  CHECK_THROWS_AS(json_u64(nlohmann::json::parse("-1")), nlohmann::json::type_error);
+}
