@@ -48,7 +48,11 @@ constexpr CmTile kCmProbes[] = {
     {"128x128w4k64s1_pregs", 128, 128, 64}, {"128x64w4k64s1_pregs", 128, 64, 64}, {"128x64w4k64s1_pshared", 128, 64, 64},
     {"128x64w4k64s1_pnostore", 128, 64, 64}, {"128x64w4k64s1_pempty", 128, 64, 64},
     {"128x128w4k64s1_pstage", 128, 128, 64},  {"128x128w4k64s1_pnobar", 128, 128, 64},
-    {"128x128w4k64s1_pnoload", 128, 128, 64}, {"128x128w4k64s1_pnosts", 128, 128, 64}};
+    {"128x128w4k64s1_pnoload", 128, 128, 64}, {"128x128w4k64s1_pnosts", 128, 128, 64},
+    // trial tiles of wider subgroup blocks (f16 out only)
+    {"128x192w4k64s1p0", 128, 192, 64}, {"192x128w4k64s1p0", 192, 128, 64}, {"128x160w4k64s1p0", 128, 160, 64},
+    {"160x128w4k64s1p0", 160, 128, 64}, {"128x160w4k64s1p0f", 128, 160, 64}, {"160x128w4k64s1p0f", 160, 128, 64},
+    {"128x192w4k32s1p0", 128, 192, 32}};
 
 // Traces of the p0 tiles (ALPHA_VK_TILE_TRACE=1; per-step clocks written over C by design).
 constexpr CmTile kCmTraces[] = {{"128x128w4k64s1p0_ptrace", 128, 128, 64},
