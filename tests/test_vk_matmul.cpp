@@ -243,6 +243,21 @@ TEST_CASE("vk matmul coopmat block tiles: every 16-byte-load f16 tile matches th
                        fmt::format("tile {} f16 {} x {}x{}x{} ta={} tb={}", t.name, c.nb, c.M, c.K, c.N, ta, tb));
         }
   }
+  // The trial tiles: f16 outputs of one K slice (they have no f32-partials variant).
+  for (const vk::CmTile& t : vk::cm_trials()) {
+    gpu().set_cm_tile(t.name);
+    for (const Case& c : cases) {
+      if (gpu().matmul_splits("matmul_cm_f16", c.M, c.N, c.K, c.nb, t.bm, t.bn) != 1) continue;
+      for (bool ta : {false, true})
+        for (bool tb : {false, true}) {
+          const Tensor a = ops::cast(randn(ta ? Shape{c.nb, c.K, c.M} : Shape{c.nb, c.M, c.K}, 500 + c.M), DType::f16);
+          const Tensor b = ops::cast(randn(tb ? Shape{c.nb, c.N, c.K} : Shape{c.nb, c.K, c.N}, 600 + c.N), DType::f16);
+          const Tensor got = on_gpu([&] { return ops::matmul(a, b, ta, tb); });
+          expect_close(got, on_cpu([&] { return ops::matmul(a, b, ta, tb); }), 2e-3, 2e-3 * std::sqrt(double(c.K)),
+                       fmt::format("trial tile {} f16 {} x {}x{}x{} ta={} tb={}", t.name, c.nb, c.M, c.K, c.N, ta, tb));
+        }
+    }
+  }
   gpu().set_cm_tile("");
   gpu().set_matmul_mode(vk::matmul_mode_from_env());
   expect_clean();

@@ -48,10 +48,12 @@ constexpr CmTile kCmProbes[] = {
     {"128x128w4k64s1_pregs", 128, 128, 64}, {"128x64w4k64s1_pregs", 128, 64, 64}, {"128x64w4k64s1_pshared", 128, 64, 64},
     {"128x64w4k64s1_pnostore", 128, 64, 64}, {"128x64w4k64s1_pempty", 128, 64, 64},
     {"128x128w4k64s1_pstage", 128, 128, 64},  {"128x128w4k64s1_pnobar", 128, 128, 64},
-    {"128x128w4k64s1_pnoload", 128, 128, 64}, {"128x128w4k64s1_pnosts", 128, 128, 64},
-    // trial tiles of wider subgroup blocks (f16 out only)
-    {"128x192w4k64s1p0", 128, 192, 64}, {"192x128w4k64s1p0", 192, 128, 64}, {"128x160w4k64s1p0", 128, 160, 64},
-    {"160x128w4k64s1p0", 160, 128, 64}, {"128x160w4k64s1p0f", 128, 160, 64}, {"160x128w4k64s1p0f", 160, 128, 64},
+    {"128x128w4k64s1_pnoload", 128, 128, 64}, {"128x128w4k64s1_pnosts", 128, 128, 64}};
+
+// Trial tiles of wider subgroup blocks (64 x 80, 64 x 96): f16 outputs of one K slice only (no _f32out variant).
+constexpr CmTile kCmTrials[] = {
+    {"128x192w4k64s1p0", 128, 192, 64},  {"192x128w4k64s1p0", 192, 128, 64},  {"128x160w4k64s1p0", 128, 160, 64},
+    {"160x128w4k64s1p0", 160, 128, 64},  {"128x160w4k64s1p0f", 128, 160, 64}, {"160x128w4k64s1p0f", 160, 128, 64},
     {"128x192w4k32s1p0", 128, 192, 32}};
 
 // Traces of the p0 tiles (ALPHA_VK_TILE_TRACE=1; per-step clocks written over C by design).
@@ -67,6 +69,8 @@ const CmTile& tile_named(const std::string& name) {
     if (name == t.name) return t;
   for (const CmTile& t : kCmProbes)
     if (name == t.name) return t;
+  for (const CmTile& t : kCmTrials)
+    if (name == t.name) return t;
   std::string known;
   for (const CmTile& t : kCmTiles) known += std::string(known.empty() ? "" : ", ") + t.name;
   throw ValueError(fmt::format("[vk] coopmat tile '{}' is not one of {}", name, known));
@@ -75,6 +79,7 @@ const CmTile& tile_named(const std::string& name) {
 
 std::span<const CmTile> cm_tiles() { return kCmTiles; }
 std::span<const CmTile> cm_probes() { return kCmProbes; }
+std::span<const CmTile> cm_trials() { return kCmTrials; }
 std::span<const CmTile> cm_traces() { return kCmTraces; }
 
 std::string cm_tile_from_env() {

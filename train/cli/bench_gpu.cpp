@@ -174,6 +174,9 @@ nlohmann::json bench_gemm_tiles(vk::VulkanBackend& be, const std::vector<GemmCas
           {"ms", ms}, {"tflops", flops / (ms * 1e9)}, {"tile", be.cm_tile(c.M, c.N, c.K, 1, true).name}};
     }
     for (const vk::CmTile& t : vk::cm_tiles()) row["tiles"][t.name] = time_tile(c, a, b, t.name);
+    for (const vk::CmTile& t : vk::cm_trials())  // f16 out, whole K only
+      if (be.matmul_splits("matmul_cm_f16", c.M, c.N, c.K, 1, t.bm, t.bn) == 1)
+        row["trials"][t.name] = time_tile(c, a, b, t.name);
     if (c.ta)  // the weight-gradient layout: also each tile with f32 out (split-K partials), as training runs it
       for (const vk::CmTile& t : vk::cm_tiles()) row["tiles_f32out"][t.name] = time_tile(c, a, b, t.name, true);
     rows.push_back(row);
@@ -470,7 +473,7 @@ void run_gpu_bench(const GpuBenchOptions& o) {
         ops::linear_weight_grads(fill_f16({8192, 4 * C}, 8), fill_f16({8192, C}, 9));  // fc dW, split K
         be->sync();
       }
-      for (const std::span<const vk::CmTile> list : {vk::cm_tiles(), vk::cm_probes()})
+      for (const std::span<const vk::CmTile> list : {vk::cm_tiles(), vk::cm_probes(), vk::cm_trials()})
         for (const vk::CmTile& t : list)
         for (const char* suffix : {"", "_f32out", "_bias", "_f32out_rowsum"}) {
           const std::string v = std::string("matmul_cm_f16_vec8_") + t.name + suffix;
