@@ -114,10 +114,18 @@
 #define RS4 (ROW4 + OUT_BYTES / 2)
 #if defined(VEC8) && SG_M * SG_N * 16 * RS4 <= STAGES * BM * (BK + PAD) / 8 && (OUT_BYTES == 2 || FN <= 2)
 #define STAGED_OUT 1
-#define CS_SHARED 0
 #else
 #define STAGED_OUT 0
+#endif
+// Edge fragments pass through a 16 x 16 f32 scratch per subgroup: VEC8 tiles take it in As once the products are
+// done (the 48 KiB then holds 192 x 128 tiles' f32 outputs), the others in Cs.
+#if STAGED_OUT || defined(VEC8)
+#define CS_SHARED 0
+#else
 #define CS_SHARED (SG_M * SG_N * 1024)
+#endif
+#if defined(VEC8) && SG_M * SG_N * 64 > STAGES * BM * (BK + PAD) / 8
+#error "the edge fragments' scratch must fit in As"
 #endif
 #ifdef EPI_RESID
 #if !defined(OUT_F16) || !STAGED_OUT || defined(ROWSUM)
@@ -133,7 +141,10 @@
 #if defined(OUT_F16) || !defined(VEC8) || defined(EPI_BIAS)
 #error "the row sums come with f32 outputs of the 16-byte-load tiles"
 #endif
-#define RS_SHARED (NT * 8 * 4)  // Rs
+#define RS_SHARED 0  // each invocation's 8 row sums, for the fixed tree at the end, in Bs once the products are done
+#if NT * 2 > STAGES * BN * (BK + PAD) / 8
+#error "the row sums must fit in Bs"
+#endif
 #else
 #define RS_SHARED 0
 #endif
@@ -184,7 +195,6 @@ uvec4 add8(uvec4 resid, uvec4 v) {
 #endif
 #ifdef ROWSUM
 layout(std430, binding = 3) writeonly buffer RowSum { float rowsum[]; };
-shared float Rs[NT * 8];  // each invocation's 8 row sums, for the fixed tree at the end
 // A transposed (K x M, M contiguous): invocation t stages the same 8 rows, from m0 + (t % (BM / 8)) * 8, at every
 // K step (slot()), so it keeps their 8 sums in registers.
 #define RS_SHARE (NT / (BM / 8))  // invocations staging the same 8 rows
@@ -208,7 +218,7 @@ shared float Rs[NT * 8];  // each invocation's 8 row sums, for the fixed tree at
 // are in halves; VEC8 arrays hold 8 halves per element (row strides are multiples of 8 halves).
 shared EL As[STAGES * STAGE_A / V];
 shared EL Bs[STAGES * STAGE_B / V];
-#if !STAGED_OUT
+#if CS_SHARED
 shared float Cs[SG_M * SG_N * 256];  // one 16 x 16 f32 fragment per subgroup, for edge fragments
 #endif
 #ifdef EPI_BIAS
@@ -453,13 +463,17 @@ void main() {
 #endif
 #ifdef ROWSUM
   if (rs_on) {  // uniform: the whole workgroup takes the barriers
-    [[unroll]] for (uint h = 0; h < 8; ++h) Rs[t * 8 + h] = rs[h];
+    // Hazard: every subgroup is done reading the B slices before they hold the sums.
+    barrier();
+    [[unroll]] for (uint q = 0; q < 2; ++q)
+      Bs[t * 2 + q] = uvec4(floatBitsToUint(rs[4 * q]), floatBitsToUint(rs[4 * q + 1]), floatBitsToUint(rs[4 * q + 2]),
+                            floatBitsToUint(rs[4 * q + 3]));
     // Hazard: every invocation's sums are in shared memory before the row owners read them.
     barrier();
     if (t < BM && m0 + t < p.M) {  // row t: the RS_SHARE invocations that staged it, in invocation order
       const uint first = t / 8, h = t % 8;
       float a = 0.0;
-      [[unroll]] for (uint w = 0; w < RS_SHARE; ++w) a += Rs[(first + w * (BM / 8)) * 8 + h];
+      [[unroll]] for (uint w = 0; w < RS_SHARE; ++w) a += uintBitsToFloat(Bs[(first + w * (BM / 8)) * 2 + h / 4][h % 4]);
       rowsum[p.splits > 1 ? gl_WorkGroupID.z * (p.M * p.N + p.M) + p.M * p.N + m0 + t : m0 + t] = a;
     }
   }
@@ -540,6 +554,10 @@ void main() {
     subgroupBarrier();
   }
 #else
+#ifdef VEC8
+  // Hazard: every subgroup is done reading the A slices before they hold edge fragments.
+  barrier();
+#endif
   const bool direct = p.N % 8 == 0;  // 16-byte aligned rows: whole fragments store straight
   [[unroll]] for (uint i = 0; i < FM; ++i) {
     [[unroll]] for (uint j = 0; j < FN; ++j) {
@@ -555,13 +573,21 @@ void main() {
 #endif
         continue;
       }
+#ifdef VEC8
+      coopMatStoreNV(acc[i][j], As, sg * 64, 4, false);  // in uvec4: 4 per row of 16 floats
+#else
       coopMatStoreNV(acc[i][j], Cs, sg * 256, 16, false);
+#endif
       // Hazard: every lane's part of the fragment must be in shared memory before lanes read across it.
       subgroupMemoryBarrierShared();
       subgroupBarrier();
       [[unroll]] for (uint e = 0; e < 8; ++e) {
         const uint idx = lane + 32 * e, row = r0 + idx / 16, col = c0 + idx % 16;
+#ifdef VEC8
+        if (row < p.M && col < p.N) c[cbase + row * p.N + col] = OUT_T(uintBitsToFloat(As[sg * 64 + idx / 4][idx % 4]));
+#else
         if (row < p.M && col < p.N) c[cbase + row * p.N + col] = OUT_T(Cs[sg * 256 + idx]);
+#endif
       }
       // Hazard: the reads must finish before the next fragment overwrites this subgroup's scratch.
       subgroupBarrier();

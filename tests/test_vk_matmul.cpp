@@ -90,9 +90,15 @@ TEST_CASE("vk matmul coopmat tile choice by shape (the sweeps' rule; the choice 
   const std::string mid = khr ? "128x64w4k64s1p0f" : "128x64w4k64s1p0";
   const std::string wide = khr ? "128x128w4k64s1p0f" : mid;
   const std::string square = khr ? "128x128w4k64s1p0" : "128x128w4k64s1";
-  CHECK(std::string(gpu().cm_tile(8192, 2304, 768, 1).name) == wide);
-  CHECK(std::string(gpu().cm_tile(8192, 768, 3072, 1).name) == (khr ? "96x128w4k64s1p0f" : mid));  // N = 768
-  CHECK(std::string(gpu().cm_tile(16384, 384, 1536, 1).name) == mid);  // shakespeare_char's N = 384
+  // f16 outputs of M >= 8192 in one K slice of >= 256 tiles: 192 x 128 with KHR (GPT-2's forward and dx products).
+  const std::string tall = khr ? "192x128w4k64s1p0" : wide;
+  CHECK(std::string(gpu().cm_tile(8192, 50304, 768, 1).name) == (khr ? tall : square));  // LM head fwd
+  CHECK(std::string(gpu().cm_tile(8192, 384, 768, 1).name) == mid);  // 129 tiles of 192 x 128: under a wave
+  CHECK(std::string(gpu().cm_tile(16384, 384, 1536, 1).name) == (khr ? tall : mid));  // shakespeare_char's N = 384
+  CHECK(std::string(gpu().cm_tile(8192, 2304, 768, 1).name) == tall);
+  CHECK(std::string(gpu().cm_tile(8192, 768, 3072, 1).name) == (khr ? tall : mid));  // N = 768
+  CHECK(std::string(gpu().cm_tile(8192, 768, 50304, 1).name) == wide);  // LM head dx: K split, not 192 x 128
+  CHECK(std::string(gpu().cm_tile(8192, 2304, 768, 1, true).name) == wide);  // f32 out: not 192 x 128
   // f16 out at a weight gradient's shape: 72 tiles of 128 x 64 in 4 slices (of 2048) are under kSmallGrid: 64 x 64.
   CHECK(std::string(gpu().cm_tile(768, 768, 8192, 1).name) == (khr ? "64x64w4k64s1p0f" : "64x64w4k64s1p0"));
   CHECK(std::string(gpu().cm_tile(768, 768, 8192, 1, true).name) == mid);
@@ -115,8 +121,8 @@ TEST_CASE("vk matmul coopmat tile choice by shape (the sweeps' rule; the choice 
   CHECK(std::string(gpu().cm_tile(3072, 768, 8192, 1).name) == mid);
   CHECK(std::string(gpu().cm_tile(2304, 768, 8192, 1).name) == mid);
   CHECK(std::string(gpu().cm_tile(768, 768, 256, 1).name) == (khr ? "64x64w4k64s1p0f" : "64x64w4k64s1p0"));
-  CHECK(std::string(gpu().cm_tile(50304, 768, 8192, 1).name) == wide);
-  CHECK(std::string(gpu().cm_tile(16384, 1536, 384, 1).name) == wide);  // shakespeare_char's MLP
+  CHECK(std::string(gpu().cm_tile(50304, 768, 8192, 1).name) == tall);
+  CHECK(std::string(gpu().cm_tile(16384, 1536, 384, 1).name) == tall);  // shakespeare_char's MLP
   CHECK(std::string(gpu().cm_tile(1536, 384, 16384, 1).name) == mid);  // ... its weight gradient
   CHECK(std::string(gpu().cm_tile(4096, 4096, 4096, 1).name) == square);
   // f32 out (weight gradients): split over K, the staged 128 x 64 tile (GPT-2's proj dW, 144 tiles of 128 x 128);
@@ -243,11 +249,10 @@ TEST_CASE("vk matmul coopmat block tiles: every 16-byte-load f16 tile matches th
                        fmt::format("tile {} f16 {} x {}x{}x{} ta={} tb={}", t.name, c.nb, c.M, c.K, c.N, ta, tb));
         }
   }
-  // The trial tiles: f16 outputs of one K slice (they have no f32-partials variant).
+  // The trial tiles: f16 outputs of one K slice (no f32-partials variant: the long-K cases run whole too).
   for (const vk::CmTile& t : vk::cm_trials()) {
     gpu().set_cm_tile(t.name);
     for (const Case& c : cases) {
-      if (gpu().matmul_splits("matmul_cm_f16", c.M, c.N, c.K, c.nb, t.bm, t.bn) != 1) continue;
       for (bool ta : {false, true})
         for (bool tb : {false, true}) {
           const Tensor a = ops::cast(randn(ta ? Shape{c.nb, c.K, c.M} : Shape{c.nb, c.M, c.K}, 500 + c.M), DType::f16);
@@ -258,6 +263,10 @@ TEST_CASE("vk matmul coopmat block tiles: every 16-byte-load f16 tile matches th
         }
     }
   }
+  // A forced tile without the f32-output variant refuses an f32-output product by name (no missing pipeline).
+  gpu().set_cm_tile(vk::cm_trials()[0].name);
+  const Tensor a = ops::cast(randn({64, 32}, 510), DType::f16), b = ops::cast(randn({32, 64}, 511), DType::f16);
+  CHECK_THROWS_AS(ops::matmul_f32(a, b, false, false), ValueError);
   gpu().set_cm_tile("");
   gpu().set_matmul_mode(vk::matmul_mode_from_env());
   expect_clean();

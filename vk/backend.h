@@ -30,6 +30,7 @@ MatmulMode matmul_mode_from_env();
 struct CmTile {
   const char* name;
   int64_t bm, bn, bk;
+  bool f32out = true;  // has the f32-output variant (split-K partials, weight gradients); else f16 out, whole K
 };
 std::span<const CmTile> cm_tiles();
 std::span<const CmTile> cm_traces();  // per-step clock traces (ALPHA_VK_TILE_TRACE=1)
@@ -37,7 +38,7 @@ bool has_bias_variants(const std::string& tile);   // the tile has the bias and 
 bool has_rowsum_variant(const std::string& tile);  // ... and the bias-gradient row sums (f32 out)
 // Timing probes of a tile's inner loop (wrong results by design): only `alpha bench gpu --tiles` runs them.
 std::span<const CmTile> cm_probes();
-std::span<const CmTile> cm_trials();  // trial tiles: f16 outputs of one K slice only
+std::span<const CmTile> cm_trials();  // trial tiles (`alpha bench gpu --tiles`), f16 outputs of one K slice only
 // ALPHA_VK_CM_TILE=<name> forces one tile for every product (sweeps, tests); empty = chosen per shape.
 std::string cm_tile_from_env();
 bool profile_shapes_from_env();  // ALPHA_VK_PROFILE_SHAPES=1

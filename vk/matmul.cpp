@@ -41,6 +41,7 @@ constexpr CmTile kCmTiles[] = {
     {"128x128w4k64s1p0", 128, 128, 64},
     {"128x128w4k64s1p0f", 128, 128, 64}, {"128x64w4k64s1p0f", 128, 64, 64}, {"64x64w4k64s1p0f", 64, 64, 64},
     {"96x128w4k64s1p0f", 96, 128, 64},
+    {"192x128w4k64s1p0", 192, 128, 64},  // 2 x 2 subgroups of 96 x 64
 };
 
 // Timing probes (spirv/CMakeLists.txt): a tile's inner loop alone, for `alpha bench gpu --tiles`.
@@ -50,11 +51,8 @@ constexpr CmTile kCmProbes[] = {
     {"128x128w4k64s1_pstage", 128, 128, 64},  {"128x128w4k64s1_pnobar", 128, 128, 64},
     {"128x128w4k64s1_pnoload", 128, 128, 64}, {"128x128w4k64s1_pnosts", 128, 128, 64}};
 
-// Trial tiles of wider subgroup blocks (64 x 80, 64 x 96): f16 outputs of one K slice only (no _f32out variant).
-constexpr CmTile kCmTrials[] = {
-    {"128x192w4k64s1p0", 128, 192, 64},  {"192x128w4k64s1p0", 192, 128, 64},  {"128x160w4k64s1p0", 128, 160, 64},
-    {"160x128w4k64s1p0", 160, 128, 64},  {"128x160w4k64s1p0f", 128, 160, 64}, {"160x128w4k64s1p0f", 160, 128, 64},
-    {"128x192w4k32s1p0", 128, 192, 32}};
+// Trial tiles, timed in `alpha bench gpu --tiles` and checked by test_vk: f16 outputs of one K slice only.
+constexpr CmTile kCmTrials[] = {{"160x128w4k64s1p0f", 160, 128, 64, false}};
 
 // Traces of the p0 tiles (ALPHA_VK_TILE_TRACE=1; per-step clocks written over C by design).
 constexpr CmTile kCmTraces[] = {{"128x128w4k64s1p0_ptrace", 128, 128, 64},
@@ -107,6 +105,14 @@ const CmTile& VulkanBackend::cm_tile(int64_t M, int64_t N, int64_t K, int64_t ba
   // so the fastest tile per product, not the one that fills it alone (GPT-2 step on an H200: 128 x 128 34.6 ms,
   // 128 x 64 35.3).
   if (concurrent_ && f32_out) return tile_named(khr ? "128x128w4k64s1p0f" : "128x64w4k64s1p0");
+  // f16 outputs of M >= 8192 in one K slice and a wave or more: 2 x 2 subgroups of 96 x 64 read 17% fewer shared-memory
+  // bytes per product than 64 x 64 blocks, in 255 registers without spilling. `--tiles` on an H200 (session 31): GPT-2's
+  // forward and dx products +5-22% but two ties, its LM head 331 vs 296 TFLOP/s, shakespeare_char's N = 384 +16-18%;
+  // the 4096^3 square's 704 tiles (2.7 waves) 277 vs 303 on 128 x 128, so that keeps it. f32 outputs keep 128 x 128
+  // (the LM head's dW 284 vs 315 TFLOP/s).
+  if (khr && !f32_out && M >= 8192 && cdiv(M, 192) * cdiv(N, 128) * batches >= 256 &&
+      matmul_splits("matmul_cm_f16", M, N, K, batches, 192, 128) == 1)
+    return tile_named("192x128w4k64s1p0");
   if (M >= 4096 && N >= 4096) return tile_named(khr ? "128x128w4k64s1p0" : "128x128w4k64s1");
   // With the KHR kernels (no B-operand transposes) the 128 x 128 tile also wins on wide outputs and long products:
   // GPT-2's qkv/fc forward and proj dx (N 2304-3072, +7-11%), the LM head's three products (+15-25%) on an H200;
@@ -230,6 +236,11 @@ Tensor VulkanBackend::matmul_out(const Tensor& a, const Tensor& b, bool ta, bool
   const int64_t bm = ct ? ct->bm : kernel.rfind("matmul_small", 0) == 0 ? 64 : 128, bn = ct ? ct->bn : bm;
   if (cdiv(M, bm) > 65535 || cdiv(N, bn) > 65535) return {};
   int64_t splits = matmul_splits(kernel, M, N, K, nb, bm, bn, out_dtype == DType::f32);
+  if (ct && !ct->f32out) {  // a tile without f32 partials runs whole K
+    if (out_dtype == DType::f32)
+      throw ValueError(fmt::format("[vk] coopmat tile '{}' has f16 outputs only; this product needs f32 ones", ct->name));
+    splits = 1;
+  }
   // Slices of whole K steps (32, or the tile's) so only the last one has a partial step. Rounding the slice up can
   // leave the last slices empty (K 4100 in 16 slices of 288: 15 cover it): there are only as many as cover K, since
   // the coopmat kernels count their K steps as (kend - kbeg + BK - 1) / BK.
@@ -269,12 +280,14 @@ Tensor VulkanBackend::matmul_out(const Tensor& a, const Tensor& b, bool ta, bool
 // have the row-sum variant (linear_weight_grads).
 bool has_bias_variants(const std::string& tile) {
   for (const char* t : {"128x128w4k64s1", "128x128w4k64s1p0", "128x128w4k64s1p0f", "128x64w4k64s1p0", "128x64w4k64s1p0f",
-                        "64x64w4k64s1p0", "64x64w4k64s1p0f", "96x128w4k64s1p0f"})
+                        "64x64w4k64s1p0", "64x64w4k64s1p0f", "96x128w4k64s1p0f", "192x128w4k64s1p0"})
     if (tile == t) return true;
   return false;
 }
 
-bool has_rowsum_variant(const std::string& tile) { return has_bias_variants(tile) && tile != "96x128w4k64s1p0f"; }
+bool has_rowsum_variant(const std::string& tile) {
+  return has_bias_variants(tile) && tile != "96x128w4k64s1p0f" && tile != "192x128w4k64s1p0";
+}
 
 // The tile of an f16 coopmat product x (M, K) @ w (N, K)^T in one K slice whose variants have the epilogues (EPI_BIAS,
 // EPI_RESID); nullptr where the product would take another path (no coopmat, odd sizes, split-K, a forced tile
@@ -283,7 +296,8 @@ const CmTile* VulkanBackend::epilogue_tile(int64_t M, int64_t N, int64_t K) cons
   if (M == 0 || N == 0 || M % 8 != 0 || N % 8 != 0 || K % 8 != 0) return nullptr;
   if (matmul_kernel(DType::f16, M, N, K, 1) != "matmul_cm_f16") return nullptr;
   const CmTile& ct = cm_tile(M, N, K, 1);
-  if (!has_bias_variants(ct.name) || matmul_splits("matmul_cm_f16", M, N, K, 1, ct.bm, ct.bn) != 1) return nullptr;
+  if (!has_bias_variants(ct.name) || (ct.f32out && matmul_splits("matmul_cm_f16", M, N, K, 1, ct.bm, ct.bn) != 1))
+    return nullptr;
   if (cdiv(M, ct.bm) > 65535 || cdiv(N, ct.bn) > 65535) return nullptr;
   return &ct;
 }
