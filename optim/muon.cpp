@@ -14,7 +14,7 @@ namespace alpha {
 
 namespace {
 
-constexpr int64_t kGrain = 1 << 14;
+constexpr int64_t kMuonGrain = 1 << 14;
 
 // torch.lerp(self, end, w) for one float, as ATen computes it (weight rounded to float first).
 inline float lerp(float self, float end, float w) {
@@ -107,7 +107,7 @@ void Muon::step(double lr) {
     float* mp = buf.mutable_data<float>();
     Tensor u = muon_.nesterov ? Tensor::empty(p.shape(), DType::f32) : buf;  // (rows, cols)
     float* up = muon_.nesterov ? u.mutable_data<float>() : nullptr;
-    parallel_for(n, kGrain, [&](int64_t begin, int64_t end) {
+    parallel_for(n, kMuonGrain, [&](int64_t begin, int64_t end) {
       for (int64_t k = begin; k < end; ++k) {
         mp[k] = lerp(mp[k], gp[k], w_in);              // buf.lerp_(g, 1 - momentum)
         if (up) up[k] = lerp(gp[k], mp[k], w_nes);     // g.lerp_(buf, momentum)
@@ -120,7 +120,7 @@ void Muon::step(double lr) {
     const bool do_decay = muon_.weight_decay != 0.0;
     const float* op = o.data<float>();
     float* pp = p.mutable_data<float>();
-    parallel_for(n, kGrain, [&](int64_t begin, int64_t end) {
+    parallel_for(n, kMuonGrain, [&](int64_t begin, int64_t end) {
       for (int64_t k = begin; k < end; ++k) {
         const float pv = do_decay ? pp[k] * decay : pp[k];  // p.mul_(1 - lr*wd)
         pp[k] = pv + neg_lr * (op[k] * shape_scale);        // p.add_(update * scale, alpha=-lr)

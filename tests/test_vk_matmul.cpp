@@ -237,32 +237,20 @@ TEST_CASE("vk matmul coopmat block tiles: every 16-byte-load f16 tile matches th
   const Case cases[] = {{1, 8, 8, 8},       {2, 72, 40, 136},   {1, 264, 96, 520},   {1, 136, 1048, 200},
                         {1, 256, 64, 256},  {1, 128, 48, 128},  {2, 256, 208, 384},  {1, 128, 2064, 256},
                         {1, 136, 4168, 72}};
-  for (const vk::CmTile& t : vk::cm_tiles()) {
-    gpu().set_cm_tile(t.name);
-    for (const Case& c : cases)
-      for (bool ta : {false, true})
-        for (bool tb : {false, true}) {
-          const Tensor a = ops::cast(randn(ta ? Shape{c.nb, c.K, c.M} : Shape{c.nb, c.M, c.K}, 500 + c.M), DType::f16);
-          const Tensor b = ops::cast(randn(tb ? Shape{c.nb, c.N, c.K} : Shape{c.nb, c.K, c.N}, 600 + c.N), DType::f16);
-          const Tensor got = on_gpu([&] { return ops::matmul(a, b, ta, tb); });
-          expect_close(got, on_cpu([&] { return ops::matmul(a, b, ta, tb); }), 2e-3, 2e-3 * std::sqrt(double(c.K)),
-                       fmt::format("tile {} f16 {} x {}x{}x{} ta={} tb={}", t.name, c.nb, c.M, c.K, c.N, ta, tb));
-        }
-  }
-  // The trial tiles: f16 outputs of one K slice (no f32-partials variant: the long-K cases run whole too).
-  for (const vk::CmTile& t : vk::cm_trials()) {
-    gpu().set_cm_tile(t.name);
-    for (const Case& c : cases) {
-      for (bool ta : {false, true})
-        for (bool tb : {false, true}) {
-          const Tensor a = ops::cast(randn(ta ? Shape{c.nb, c.K, c.M} : Shape{c.nb, c.M, c.K}, 500 + c.M), DType::f16);
-          const Tensor b = ops::cast(randn(tb ? Shape{c.nb, c.N, c.K} : Shape{c.nb, c.K, c.N}, 600 + c.N), DType::f16);
-          const Tensor got = on_gpu([&] { return ops::matmul(a, b, ta, tb); });
-          expect_close(got, on_cpu([&] { return ops::matmul(a, b, ta, tb); }), 2e-3, 2e-3 * std::sqrt(double(c.K)),
-                       fmt::format("trial tile {} f16 {} x {}x{}x{} ta={} tb={}", t.name, c.nb, c.M, c.K, c.N, ta, tb));
-        }
+  // Every tile, then the trial tiles (f16 outputs of one K slice, no f32-partials variant: long K runs whole too).
+  for (const std::span<const vk::CmTile> list : {vk::cm_tiles(), vk::cm_trials()})
+    for (const vk::CmTile& t : list) {
+      gpu().set_cm_tile(t.name);
+      for (const Case& c : cases)
+        for (bool ta : {false, true})
+          for (bool tb : {false, true}) {
+            const Tensor a = ops::cast(randn(ta ? Shape{c.nb, c.K, c.M} : Shape{c.nb, c.M, c.K}, 500 + c.M), DType::f16);
+            const Tensor b = ops::cast(randn(tb ? Shape{c.nb, c.N, c.K} : Shape{c.nb, c.K, c.N}, 600 + c.N), DType::f16);
+            const Tensor got = on_gpu([&] { return ops::matmul(a, b, ta, tb); });
+            expect_close(got, on_cpu([&] { return ops::matmul(a, b, ta, tb); }), 2e-3, 2e-3 * std::sqrt(double(c.K)),
+                         fmt::format("tile {} f16 {} x {}x{}x{} ta={} tb={}", t.name, c.nb, c.M, c.K, c.N, ta, tb));
+          }
     }
-  }
   // A forced tile without the f32-output variant refuses an f32-output product by name (no missing pipeline).
   gpu().set_cm_tile(vk::cm_trials()[0].name);
   const Tensor a = ops::cast(randn({64, 32}, 510), DType::f16), b = ops::cast(randn({32, 64}, 511), DType::f16);

@@ -19,8 +19,8 @@
 namespace alpha::vk {
 
 namespace {
-constexpr uint32_t kWG = 256;
-constexpr uint64_t kNormChunk = uint64_t{kWG} * ADAMW_NORM_ITEMS;  // grad elements per partial sum
+constexpr uint32_t kAdamwWG = 256;
+constexpr uint64_t kNormChunk = uint64_t{kAdamwWG} * ADAMW_NORM_ITEMS;  // grad elements per partial sum
 
 uint64_t norm_parts(int64_t n) { return (static_cast<uint64_t>(n) + kNormChunk - 1) / kNormChunk; }
 
@@ -146,7 +146,7 @@ void GpuAdamW::clip_and_step(double lr, double max_norm, double inv_scale) {
       work += 2.0 * double(g.numel());
     }
     static_assert(ADAMW_NORM_GRADS == 8, "the binding list below names 8 grads");
-    rt_.run("adamw_norm_partial_f32" + ffma_, {kWG},
+    rt_.run("adamw_norm_partial_f32" + ffma_, {kAdamwWG},
             {{gb[0], false}, {gb[1], false}, {gb[2], false}, {gb[3], false}, {gb[4], false}, {gb[5], false},
              {gb[6], false}, {gb[7], false}, {partials_, true, /*disjoint=*/true}},
             npc, Runtime::grid(groups), work);
@@ -154,7 +154,7 @@ void GpuAdamW::clip_and_step(double lr, double max_norm, double inv_scale) {
   }
   const auto bs = rt_.input(stats_);
   const pc::AdamWFinalPC fpc{uint32_t(parts), static_cast<float>(std::max(max_norm, 0.0)), inv, loss_added_ ? 1u : 0u};
-  rt_.run("adamw_norm_final_f32" + ffma_, {kWG}, {{partials_, false}, {bs, true}}, fpc, {1, 1, 1}, 2.0 * double(parts));
+  rt_.run("adamw_norm_final_f32" + ffma_, {kAdamwWG}, {{partials_, false}, {bs, true}}, fpc, {1, 1, 1}, 2.0 * double(parts));
   stats_.storage()->mark_device_written();
   loss_added_ = false;
 
@@ -221,7 +221,7 @@ void GpuAdamW::update_params(const std::vector<size_t>& which, const std::vector
     if (h16) b.push_back({rt_.input(halves[0]), true});
     const std::string kernel = std::string(vec4 ? "adamw_f32_vec4" : "adamw_f32") + (h16 ? "_h16" : "") + ffma_;
     // ALPHA_VK_PROFILE_SHAPES=1: the per-kernel GPU times split the updates by param size.
-    rt_.run(kernel, {kWG}, b, pc, Runtime::grid_for(vec4 ? n / 4 : n, kWG), (h16 ? 11.0 : 10.0) * double(n),
+    rt_.run(kernel, {kAdamwWG}, b, pc, Runtime::grid_for(vec4 ? n / 4 : n, kAdamwWG), (h16 ? 11.0 : 10.0) * double(n),
             profile_sizes_ ? fmt::format("{}[n={}]", kernel, n) : std::string());
   } else {
     pc::AdamWMultiPC pc{};
@@ -246,11 +246,11 @@ void GpuAdamW::update_params(const std::vector<size_t>& which, const std::vector
       pc.n[k] = uint32_t(n), pc.first[k] = uint32_t(groups);
       if (ps[i].dim() >= 2) pc.decay_mask |= 1u << k;
       if (halves[slot].defined()) pc.h16_mask |= 1u << k;
-      groups += (n / 4 + kWG - 1) / kWG;
+      groups += (n / 4 + kAdamwWG - 1) / kAdamwWG;
       work += (halves[slot].defined() ? 11.0 : 10.0) * double(n);
     }
     b[5 * ADAMW_MULTI] = {bs, false};
-    rt_.run("adamw_f32_vec4_multi" + ffma_, {kWG}, std::span<const Binding>(b), pc, Runtime::grid(groups), work);
+    rt_.run("adamw_f32_vec4_multi" + ffma_, {kAdamwWG}, std::span<const Binding>(b), pc, Runtime::grid(groups), work);
   }
   for (size_t k = 0; k < which.size(); ++k) {
     const Tensor& p = ps[which[k]];

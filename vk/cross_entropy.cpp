@@ -15,7 +15,7 @@
 namespace alpha::vk {
 
 namespace {
-constexpr uint32_t kWG = 128;
+constexpr uint32_t kCrossEntropyWG = 128;
 
 // Rows whose target is not ignore_index; -1 when a target is out of [0, V).
 int64_t count_targets(const Tensor& targets, int64_t vocab, int64_t ignore_index) {
@@ -71,7 +71,7 @@ ops::CrossEntropyOut VulkanBackend::cross_entropy_pass(const Tensor& logits, con
     bind.push_back({Runtime::buffer_of(out.dlogits), true});
   }
   rt_->run(dloss ? "cross_entropy_fused_f16_vec4" : "cross_entropy" + sfx(logits) + (cols % 4 == 0 ? "_vec4" : ""),
-           {dloss ? uint32_t(CE_FUSED_WG) : kWG}, bind, pc, Runtime::grid(rows), (dloss ? 8.0 : 4.0) * double(logits.numel()));
+           {dloss ? uint32_t(CE_FUSED_WG) : kCrossEntropyWG}, bind, pc, Runtime::grid(rows), (dloss ? 8.0 : 4.0) * double(logits.numel()));
   record_sum(row_loss, Runtime::buffer_of(out.loss), 1, uint32_t(rows), 1, static_cast<float>(1.0 / double(count)));
   return out;
 }

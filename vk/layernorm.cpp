@@ -8,7 +8,7 @@
 namespace alpha::vk {
 
 namespace {
-constexpr uint32_t kWG = 128;
+constexpr uint32_t kLayernormWG = 128;
 }
 
 ops::LayerNormOut VulkanBackend::layernorm(const Tensor& x, const Tensor& w, const Tensor& b, double eps) {
@@ -70,9 +70,9 @@ ops::LayerNormGrads VulkanBackend::layernorm_backward(const Tensor& dy, const Te
     if (both) pc2.db_off = chunks * uint32_t(cols);
     const auto pw = both ? rt_->scratch(2 * part_bytes) : target(w.defined(), g.dw);
     const auto pb = both ? pw : target(has_bias, g.db);
-    rt_->run("layernorm_bwd_dwdb" + sfx(x) + (vec == 4 ? "_vec4" : ""), {kWG},
+    rt_->run("layernorm_bwd_dwdb" + sfx(x) + (vec == 4 ? "_vec4" : ""), {kLayernormWG},
              {{bdy, false}, {bx, false}, {bm, false}, {br, false}, {pw, true}, {pb, true}}, pc2,
-             Runtime::grid_for(uint64_t(chunks) * uint64_t(cols) / vec, kWG), 4.0 * double(x.numel()));
+             Runtime::grid_for(uint64_t(chunks) * uint64_t(cols) / vec, kLayernormWG), 4.0 * double(x.numel()));
     const auto dw = w.defined() ? Runtime::buffer_of(g.dw) : nullptr, db = has_bias ? Runtime::buffer_of(g.db) : nullptr;
     auto sums = [this, both, chunks, cols, pw, pb, dw, db] {
       if (both) {

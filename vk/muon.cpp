@@ -15,8 +15,8 @@
 namespace alpha::vk {
 
 namespace {
-constexpr uint32_t kWG = 256;
-constexpr uint64_t kNormChunk = uint64_t{kWG} * ADAMW_NORM_ITEMS;  // elements per partial sum
+constexpr uint32_t kMuonWG = 256;
+constexpr uint64_t kMuonNormChunk = uint64_t{kMuonWG} * ADAMW_NORM_ITEMS;  // elements per partial sum
 }  // namespace
 
 GpuMuon::GpuMuon(VulkanBackend& backend, std::vector<Tensor> params, std::vector<bool> muon_mask, AdamWOptions adamw,
@@ -65,25 +65,25 @@ void GpuMuon::clip_and_step(double lr, double max_norm, double inv_scale) {
                                    static_cast<uint32_t>(p.size(1)), p.size(0) > p.size(1) ? 1u : 0u,
                                    static_cast<uint32_t>(j * mn), static_cast<float>(1.0 - muon_.momentum),
                                    static_cast<float>(muon_.momentum), muon_.nesterov ? 1u : 0u};
-      rt.run("muon_momentum_f32", {kWG},
+      rt.run("muon_momentum_f32", {kMuonWG},
              {{rt.input(g), false}, {rt.input(mom), true}, {Runtime::buffer_of(u), true, /*disjoint=*/true}, {bs, false}},
-             mpc, Runtime::grid_for(mn, kWG), 6.0 * double(mn));
+             mpc, Runtime::grid_for(mn, kMuonWG), 6.0 * double(mn));
       mom.storage()->mark_device_written();
     }
     // x / (|x|_F + 1e-7) per matrix: partial sums of squares, then the division.
-    const uint64_t parts = (mn + kNormChunk - 1) / kNormChunk;
+    const uint64_t parts = (mn + kMuonNormChunk - 1) / kMuonNormChunk;
     if (G * parts > partials_cap_) partials_ = rt.scratch(G * parts * 8), partials_cap_ = G * parts;
     const pc::MuonNormPC npc{static_cast<uint32_t>(mn), static_cast<uint32_t>(parts)};
     auto stacked = [&](std::array<uint32_t, 3> grid) {  // z: the matrix of the stack
       grid[2] = static_cast<uint32_t>(G);
       return grid;
     };
-    rt.run("muon_partial_f32" + ffma(), {kWG}, {{Runtime::buffer_of(u), false}, {partials_, true}}, npc,
+    rt.run("muon_partial_f32" + ffma(), {kMuonWG}, {{Runtime::buffer_of(u), false}, {partials_, true}}, npc,
            stacked(Runtime::grid(parts)), 2.0 * double(G * mn));
     Tensor x = rt.output(u.shape(), DType::f32);
-    rt.run("muon_normalize_f32", {kWG},
+    rt.run("muon_normalize_f32", {kMuonWG},
            {{partials_, false}, {Runtime::buffer_of(u), false}, {Runtime::buffer_of(x), true}}, npc,
-           stacked(Runtime::grid_for(mn, kWG)), 2.0 * double(G * mn));
+           stacked(Runtime::grid_for(mn, kMuonWG)), 2.0 * double(G * mn));
 
     const Tensor o = ops::contiguous(newton_schulz_iterate(x, muon_.ns_steps, muon_.ns_coefficients, muon_.ns_dtype));
     const auto bo = rt.input(o);
@@ -95,8 +95,8 @@ void GpuMuon::clip_and_step(double lr, double max_norm, double inv_scale) {
                                  static_cast<uint32_t>(j * mn), static_cast<float>(1.0 - mlr * muon_.weight_decay),
                                  static_cast<float>(-mlr), static_cast<float>(std::sqrt(std::max(1.0, rows / cols))),
                                  muon_.weight_decay != 0.0 ? 1u : 0u};
-      rt.run("muon_update_f32", {kWG}, {{rt.input(p), true}, {bo, false}, {bs, false}}, upc,
-             Runtime::grid_for(mn, kWG), 3.0 * double(mn));
+      rt.run("muon_update_f32", {kMuonWG}, {{rt.input(p), true}, {bo, false}, {bs, false}}, upc,
+             Runtime::grid_for(mn, kMuonWG), 3.0 * double(mn));
       p.storage()->mark_device_written();
     }
   }

@@ -7,7 +7,7 @@
 namespace alpha::vk {
 
 namespace {
-constexpr uint32_t kWG = 128;
+constexpr uint32_t kRmsnormWG = 128;
 }  // namespace
 
 ops::RMSNormOut VulkanBackend::rmsnorm(const Tensor& x, const Tensor& w, double eps) {
@@ -40,9 +40,9 @@ ops::RMSNormGrads VulkanBackend::rmsnorm_backward(const Tensor& dy, const Tensor
     g.dw = rt_->output({cols});
     const uint32_t chunks = uint32_t((rows + row_chunk - 1) / row_chunk);
     const auto part = chunks > 1 ? rt_->scratch(uint64_t(chunks) * uint64_t(cols) * 4) : Runtime::buffer_of(g.dw);
-    rt_->run("rmsnorm_bwd_dw" + sfx(x) + (vec == 4 ? "_vec4" : ""), {kWG},
+    rt_->run("rmsnorm_bwd_dw" + sfx(x) + (vec == 4 ? "_vec4" : ""), {kRmsnormWG},
              {{bdy, false}, {bx, false}, {br, false}, {part, true}}, pc,
-             Runtime::grid_for(uint64_t(chunks) * uint64_t(cols) / vec, kWG), 3.0 * double(x.numel()));
+             Runtime::grid_for(uint64_t(chunks) * uint64_t(cols) / vec, kRmsnormWG), 3.0 * double(x.numel()));
     if (chunks > 1) record_sum(part, Runtime::buffer_of(g.dw), 1, chunks, uint32_t(cols), 1.0f);
   }
   return g;

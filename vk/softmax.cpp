@@ -6,7 +6,7 @@
 namespace alpha::vk {
 
 namespace {
-constexpr uint32_t kWG = 128;
+constexpr uint32_t kSoftmaxWG = 128;
 }
 
 Tensor VulkanBackend::softmax(const Tensor& x, bool causal) {
@@ -15,7 +15,7 @@ Tensor VulkanBackend::softmax(const Tensor& x, bool causal) {
   const auto bx = rt_->input(x);
   Tensor y = rt_->output(x.shape(), x.dtype());
   const pc::SoftmaxPC pc{uint32_t(rows), uint32_t(cols), uint32_t(causal ? x.size(-2) : 1), causal ? 1u : 0u};
-  rt_->run("softmax" + sfx(x), {kWG}, {{bx, false}, {Runtime::buffer_of(y), true}}, pc, Runtime::grid(rows),
+  rt_->run("softmax" + sfx(x), {kSoftmaxWG}, {{bx, false}, {Runtime::buffer_of(y), true}}, pc, Runtime::grid(rows),
            3.0 * double(x.numel()));
   return y;
 }
@@ -26,7 +26,7 @@ Tensor VulkanBackend::softmax_backward(const Tensor& dy, const Tensor& y) {
   const auto bdy = rt_->input(dy), by = rt_->input(y);
   Tensor dx = rt_->output(y.shape(), y.dtype());
   const pc::SoftmaxPC pc{uint32_t(rows), uint32_t(cols), 1, 0};
-  rt_->run("softmax_bwd" + sfx(y), {kWG}, {{bdy, false}, {by, false}, {Runtime::buffer_of(dx), true}}, pc,
+  rt_->run("softmax_bwd" + sfx(y), {kSoftmaxWG}, {{bdy, false}, {by, false}, {Runtime::buffer_of(dx), true}}, pc,
            Runtime::grid(rows), 3.0 * double(y.numel()));
   return dx;
 }

@@ -24,10 +24,6 @@ using json = nlohmann::json;
 constexpr int64_t kMaxCount = 1'000'000'000;  // bound on counts: catches typos and keeps products in int64
 constexpr double kMaxElements = 1e12;         // sanity bound on parameter count and B*T*C activations
 
-std::string join_path(const std::string& prefix, const std::string& key) {
-  return prefix.empty() ? key : prefix + "." + key;
-}
-
 // Known keys: the defaults with every key present (sections are objects, leaves are values).
 const json& schema() {
   static const json s = config_to_json(Config{});

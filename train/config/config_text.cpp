@@ -17,12 +17,6 @@ namespace alpha {
 
 using json = nlohmann::json;
 
-namespace {
-std::string join_path(const std::string& prefix, const std::string& key) {
-  return prefix.empty() ? key : prefix + "." + key;
-}
-}  // namespace
-
 // Strict JSON parse; refuses duplicate keys (nlohmann would silently keep the last one).
 json parse_json_text(const std::string& text, const std::string& origin) {
   if (text.find_first_not_of(" \t\r\n") == std::string::npos) {

@@ -9,6 +9,11 @@ namespace alpha {
 
 inline constexpr size_t kMaxConfigBytes = 1 << 20;  // configs are a few hundred bytes; bigger is a wrong file
 
+// A config key's dotted path under `prefix` ("" at the top level): "train.batch_size".
+inline std::string join_path(const std::string& prefix, const std::string& key) {
+  return prefix.empty() ? key : prefix + "." + key;
+}
+
 // Parses `text` (named `origin` in errors) or throws ConfigError.
 nlohmann::json parse_json_text(const std::string& text, const std::string& origin);
 
