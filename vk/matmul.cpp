@@ -296,8 +296,7 @@ const CmTile* VulkanBackend::epilogue_tile(int64_t M, int64_t N, int64_t K) cons
   if (M == 0 || N == 0 || M % 8 != 0 || N % 8 != 0 || K % 8 != 0) return nullptr;
   if (matmul_kernel(DType::f16, M, N, K, 1) != "matmul_cm_f16") return nullptr;
   const CmTile& ct = cm_tile(M, N, K, 1);
-  if (!has_bias_variants(ct.name) || (ct.f32out && matmul_splits("matmul_cm_f16", M, N, K, 1, ct.bm, ct.bn) != 1))
-    return nullptr;
+  if (!has_bias_variants(ct.name) || matmul_splits("matmul_cm_f16", M, N, K, 1, ct.bm, ct.bn) != 1) return nullptr;
   if (cdiv(M, ct.bm) > 65535 || cdiv(N, ct.bn) > 65535) return nullptr;
   return &ct;
 }
