@@ -222,6 +222,36 @@ TEST_CASE("vk matmul_f32 of f16 operands: the f32 product (no f16 rounding), eve
   expect_clean();
 }
 
+TEST_CASE("vk matmul: batches of A against one shared B run as one product of nb M rows, as the CPU computes them") {
+  // Which products are one: back-to-back row-major A matrices and a single B (a linear layer's dx = dy @ W).
+  CHECK(vk::flat_rows(1024, 768, 8, 1024 * 768, 0, false) == 8192);
+  CHECK(vk::flat_rows(1024, 768, 8, 1024 * 768, 0, true) == 0);       // A transposed: its batches' rows interleave
+  CHECK(vk::flat_rows(1024, 768, 8, 1024 * 768, 768 * 64, false) == 0);  // one B per batch
+  CHECK(vk::flat_rows(1024, 768, 8, 0, 0, false) == 0);                // one A for every batch
+  CHECK(vk::flat_rows(1024, 768, 1, 0, 0, false) == 0);
+  GpuScope g;
+  gpu().set_matmul_mode(vk::MatmulMode::automatic);
+  const bool cm = gpu().runtime().device().features().nv_coopmat_f16;
+  // Small on lavapipe; on coopmat devices also GPT-2's dx and LM-head shapes, whose 8 x 1024 rows take the tile of
+  // M = 8192 (192 x 128), including a ragged N and a K that splits (f32 partials over the flattened rows).
+  std::vector<Case> cases{{3, 40, 24, 16}, {5, 17, 33, 9}, {4, 64, 1048, 24}};
+  if (cm) cases.insert(cases.end(), {{8, 1024, 768, 768}, {8, 1024, 3072, 768}, {8, 1024, 768, 1000}, {2, 1024, 8192, 256}});
+  for (const Case& c : cases)
+    for (bool tb : {false, true}) {
+      const Tensor a = ops::cast(randn({c.nb, c.M, c.K}, 700 + c.M), DType::f16);
+      const Tensor b = ops::cast(randn(tb ? Shape{c.N, c.K} : Shape{c.K, c.N}, 800 + c.N), DType::f16);
+      const Tensor got = on_gpu([&] { return ops::matmul(a, b, false, tb); });
+      CHECK(got.shape() == Shape{c.nb, c.M, c.N});
+      expect_close(got, on_cpu([&] { return ops::matmul(a, b, false, tb); }), 2e-3, 2e-3 * std::sqrt(double(c.K)),
+                   fmt::format("shared B {} x {}x{}x{} tb={}", c.nb, c.M, c.K, c.N, tb));
+      // The same bits as the 2-D product of the stacked rows: it is that product.
+      const Tensor flat = on_gpu([&] { return ops::matmul(ops::reshape(a, {c.nb * c.M, c.K}), b, false, tb); });
+      expect_close(ops::reshape(got, {c.nb * c.M, c.N}), flat, 0, 0, "shared B as one product");
+    }
+  gpu().set_matmul_mode(vk::matmul_mode_from_env());
+  expect_clean();
+}
+
 TEST_CASE("vk matmul coopmat block tiles: every 16-byte-load f16 tile matches the CPU at tile-cutting sizes") {
   GpuScope g;
   // ALPHA_VK_CM_TILE names are checked on every device; the kernels themselves need NV cooperative matrices.

@@ -42,6 +42,9 @@ std::span<const CmTile> cm_trials();  // trial tiles (`alpha bench gpu --tiles`)
 // ALPHA_VK_CM_TILE=<name> forces one tile for every product (sweeps, tests); empty = chosen per shape.
 std::string cm_tile_from_env();
 bool profile_shapes_from_env();  // ALPHA_VK_PROFILE_SHAPES=1
+// The rows of the single product a batched matmul runs as (vk/matmul.cpp): M nb where a's nb row-major M x lda
+// matrices lie back to back (batch stride sa = M lda) against one b (stride sb = 0); 0 otherwise.
+int64_t flat_rows(int64_t M, int64_t lda, int64_t nb, int64_t sa, int64_t sb, bool ta);
 // ALPHA_VK_SPLIT_TARGET=<workgroups>: the split-K target of coopmat products with f32 outputs; 0 when unset.
 int64_t split_target_from_env();
 // Attention kernels (vk/attention.cpp), ALPHA_VK_ATTENTION: "auto" = the fastest that applies (tensor-core

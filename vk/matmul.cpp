@@ -210,6 +210,13 @@ int64_t VulkanBackend::matmul_splits(const std::string& kernel, int64_t M, int64
   return std::max<int64_t>(1, std::min(splits_for(kTargetGroupsCm), K / kMinSlice));
 }
 
+// A batch of row-major A matrices, back to back, against one shared B (a linear layer's dx = dy @ W, the tied LM
+// head) is one (nb M, K) product in the same memory for A and C, so the tile is chosen for the whole M: GPT-2's dx
+// products and LM head forward take the 192 x 128 tile of M >= 8192 rather than the tiles of 8 batches of 1024 rows.
+int64_t flat_rows(int64_t M, int64_t lda, int64_t nb, int64_t sa, int64_t sb, bool ta) {
+  return nb > 1 && sb == 0 && !ta && sa == M * lda ? M * nb : 0;
+}
+
 Tensor VulkanBackend::matmul(const Tensor& a, const Tensor& b, bool ta, bool tb) {
   return matmul_out(a, b, ta, tb, a.dtype());
 }
@@ -225,17 +232,23 @@ Tensor VulkanBackend::matmul_out(const Tensor& a, const Tensor& b, bool ta, bool
   const int64_t N = tb ? b.size(-2) : b.size(-1);
   const Shape ba(a.shape().begin(), a.shape().end() - 2), bb(b.shape().begin(), b.shape().end() - 2);
   const Shape batch = broadcast_shapes(ba, bb, "matmul");
-  const int64_t nb = shape_numel(batch);
-  const int64_t sa = batch_stride(a, batch), sb = batch_stride(b, batch);
+  int64_t nb = shape_numel(batch);
+  int64_t sa = batch_stride(a, batch), sb = batch_stride(b, batch);
   if (sa < 0 || sb < 0 || nb == 0 || M == 0 || N == 0 || nb > 65535) return {};
-  std::string kernel = matmul_kernel(a.dtype(), M, N, K, nb);
+  int64_t Mrun = M;
+  if (const int64_t rows = flat_rows(M, a.size(-1), nb, sa, sb, ta)) {
+    Mrun = rows;
+    nb = 1;
+    sa = 0;
+  }
+  std::string kernel = matmul_kernel(a.dtype(), Mrun, N, K, nb);
   // f16 coopmat with every size and stride a multiple of 8: 16-byte loads of 8 halves.
-  const bool vec8 = kernel == "matmul_cm_f16" && M % 8 == 0 && N % 8 == 0 && K % 8 == 0 && a.size(-1) % 8 == 0 &&
+  const bool vec8 = kernel == "matmul_cm_f16" && Mrun % 8 == 0 && N % 8 == 0 && K % 8 == 0 && a.size(-1) % 8 == 0 &&
                     b.size(-1) % 8 == 0 && sa % 8 == 0 && sb % 8 == 0;
-  const CmTile* ct = vec8 ? &cm_tile(M, N, K, nb, out_dtype == DType::f32) : nullptr;
+  const CmTile* ct = vec8 ? &cm_tile(Mrun, N, K, nb, out_dtype == DType::f32) : nullptr;
   const int64_t bm = ct ? ct->bm : kernel.rfind("matmul_small", 0) == 0 ? 64 : 128, bn = ct ? ct->bn : bm;
-  if (cdiv(M, bm) > 65535 || cdiv(N, bn) > 65535) return {};
-  int64_t splits = matmul_splits(kernel, M, N, K, nb, bm, bn, out_dtype == DType::f32);
+  if (cdiv(Mrun, bm) > 65535 || cdiv(N, bn) > 65535) return {};
+  int64_t splits = matmul_splits(kernel, Mrun, N, K, nb, bm, bn, out_dtype == DType::f32);
   if (ct && !ct->f32out) {  // a tile without f32 partials runs whole K
     if (out_dtype == DType::f32)
       throw ValueError(fmt::format("[vk] coopmat tile '{}' has f16 outputs only; this product needs f32 ones", ct->name));
@@ -253,12 +266,12 @@ Tensor VulkanBackend::matmul_out(const Tensor& a, const Tensor& b, bool ta, bool
   const auto bufa = rt_->input(a), bufb = rt_->input(b);
   Tensor out = rt_->output(out_shape, out_dtype);
   const bool f16_in = a.dtype() == DType::f16, f32_from_f16 = f16_in && out_dtype == DType::f32;
-  const pc::MatmulPC pc{uint32_t(M), uint32_t(N), uint32_t(K), uint32_t(a.size(-1)), uint32_t(b.size(-1)),
+  const pc::MatmulPC pc{uint32_t(Mrun), uint32_t(N), uint32_t(K), uint32_t(a.size(-1)), uint32_t(b.size(-1)),
                         uint32_t(sa), uint32_t(sb), uint32_t(splits), uint32_t(k_chunk)};
-  const std::array<uint32_t, 3> groups{uint32_t(cdiv(N, bn)), uint32_t(cdiv(M, bm)), uint32_t(nb * splits)};
-  const double flops = 2.0 * double(nb) * double(M) * double(N) * double(K);
+  const std::array<uint32_t, 3> groups{uint32_t(cdiv(N, bn)), uint32_t(cdiv(Mrun, bm)), uint32_t(nb * splits)};
+  const double flops = 2.0 * double(nb) * double(Mrun) * double(N) * double(K);
   const std::string variant = ct ? kernel + "_vec8_" + ct->name : kernel;
-  const auto label = [&](const std::string& k) { return shape_label(k, M, K, N, ta, tb, splits); };
+  const auto label = [&](const std::string& k) { return shape_label(k, Mrun, K, N, ta, tb, splits); };
   if (splits == 1) {
     const std::string k = f32_from_f16 ? variant + "_f32out" : variant;
     rt_->run(k, {ta ? 1u : 0u, tb ? 1u : 0u}, {{bufa, false}, {bufb, false}, {Runtime::buffer_of(out), true}}, pc,
@@ -267,12 +280,12 @@ Tensor VulkanBackend::matmul_out(const Tensor& a, const Tensor& b, bool ta, bool
   }
   // (nb, splits, M, N) f32 partials -> (nb, M, N) sums over the splits in order; f16 outputs round once at the end.
   const bool f16_out = out_dtype == DType::f16;
-  const auto part = rt_->scratch(uint64_t(nb * splits * M * N) * 4);
+  const auto part = rt_->scratch(uint64_t(nb * splits * Mrun * N) * 4);
   const std::string k = f16_in ? variant + "_f32out" : variant;
   rt_->run(k, {ta ? 1u : 0u, tb ? 1u : 0u}, {{bufa, false}, {bufb, false}, {part, true}}, pc, groups, flops, label(k));
-  const auto sums = f16_out ? rt_->scratch(uint64_t(nb * M * N) * 4) : Runtime::buffer_of(out);
-  record_sum(part, sums, uint32_t(nb), uint32_t(splits), uint32_t(M * N), 1.0f);
-  if (f16_out) record_cast(sums, Runtime::buffer_of(out), uint32_t(nb * M * N), true);
+  const auto sums = f16_out ? rt_->scratch(uint64_t(nb * Mrun * N) * 4) : Runtime::buffer_of(out);
+  record_sum(part, sums, uint32_t(nb), uint32_t(splits), uint32_t(Mrun * N), 1.0f);
+  if (f16_out) record_cast(sums, Runtime::buffer_of(out), uint32_t(nb * Mrun * N), true);
   return out;
 }
 
