@@ -62,7 +62,9 @@ TEST_CASE("vk matmul SIMT kernels: 128-wide and 64-wide tiles match the CPU at t
   const Tensor x = randn({300, 4, 9}, 7), w = randn({9, 5}, 8);
   expect_close(on_gpu([&] { return ops::matmul(x, w); }), on_cpu([&] { return ops::matmul(x, w); }), 1e-5, 1e-5,
                "broadcast weight");
-  CHECK(gpu().matmul_kernel(DType::f32, 4, 5, 9, 300) == "matmul_f32");
+  // It runs as one 1200-row product (vk::flat_rows): few tiles, the 64-wide kernel.
+  CHECK(vk::flat_rows(4, 9, 300, 4 * 9, 0, false) == 1200);
+  CHECK(gpu().matmul_kernel(DType::f32, 1200, 5, 9, 1) == "matmul_small_f32");
   gpu().set_matmul_mode(vk::matmul_mode_from_env());
   expect_clean();
 }
