@@ -24,6 +24,7 @@ struct GpuBenchOptions {
   std::string optim_device = "gpu";  // AdamW on the GPU (optim.device gpu) or the CPU
   OptimConfig optim;  // from --config/--set: optim.name muon times Muon (optim.muon.*) for the block matrices
   int warmup = 3, steps = 10;
+  double warmup_s = 1.0;  // and at least this long: the GPU's clocks ramp under load (bench_train_step)
   double peak_tflops = 0;  // > 0: MFU of the step
   bool json = false;
   bool quick = false;  // smoke run (CI on lavapipe): no 4096^3 case, 1 warm-up + 3 timed repetitions, 2 steps

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <ctime>
 #include <functional>
 #include <map>
 #include <memory>
@@ -157,10 +158,11 @@ nlohmann::json bench_gemm_tiles(vk::VulkanBackend& be, const std::vector<GemmCas
   for (const GemmCase& c : cases) {
     const auto [a, b] = operands(c);
     nlohmann::json row = {{"name", c.name}, {"M", c.M}, {"K", c.K}, {"N", c.N}, {"ta", c.ta}, {"tb", c.tb}};
-    // ~0.2 s of this product first: right after uploading the LM head's 824 MB operand, the per-shape choice
-    // read 57-68 TFLOP/s on an H200 and the same tile 209 when timed next (docs/PERFORMANCE.md, session 9).
+    // ~1 s of this product first: while the host fills and uploads the operands (1-2 s for the LM head's 824 MB
+    // ones) an H200 drops to 345 MHz and then takes ~0.6 s of load to reach 1980 again; after 0.2 s the LM head
+    // rows read 57-115 TFLOP/s, the same tile ~300 when timed next (docs/PERFORMANCE.md, sessions 9 and 34).
     be.set_cm_tile("");
-    const auto warm_until = std::chrono::steady_clock::now() + std::chrono::milliseconds(quick ? 0 : 200);
+    const auto warm_until = std::chrono::steady_clock::now() + std::chrono::milliseconds(quick ? 0 : 1000);
     do {
       ops::matmul(a, b, c.ta, c.tb);
       be.sync();
@@ -274,9 +276,16 @@ nlohmann::json bench_train_step(const GpuBenchOptions& o, DeviceScope& scope, vk
   const bool profiled = be.runtime().queue().profiling();
   be.set_profiling(false);
   ag::set_defer_leaf_grads(o.defer_weight_grads);
-  std::vector<double> fb, op, total;
-  for (int s = 0; s < o.warmup + o.steps; ++s) {
+  std::vector<double> fb, op, total, cpu, wait;
+  // Warm-up: at least o.warmup steps, and o.warmup_s seconds after the first one. That first step builds the
+  // pipelines (seconds with a cold shader cache), in which an H200 drops to 345 MHz; under load its clocks then
+  // climb 345 -> 645 -> 1125 -> 1980 MHz in ~0.2 s stages, steps 4x slower at first (docs/PERFORMANCE.md, session 34).
+  auto warm_start = std::chrono::steady_clock::now();
+  int warm_steps = 0;
+  for (bool warming = true; static_cast<int>(total.size()) < o.steps;) {
     const auto t0 = std::chrono::steady_clock::now();
+    const std::clock_t c0 = std::clock();  // process CPU time, every thread: tells a host-bound step from a GPU-bound one
+    const int64_t w0 = be.runtime().queue().stats().wait_ns;
     for (int micro = 0; micro < o.grad_accum; ++micro) {
       const ag::ExpectSeed seed(loss_scale / o.grad_accum);  // cross-entropy's dlogits in its forward pass
       Tensor loss = model.loss(idx, tgt, true, rng);
@@ -295,17 +304,33 @@ nlohmann::json bench_train_step(const GpuBenchOptions& o, DeviceScope& scope, vk
     opt->zero_grad();
     scope.sync();
     const auto t2 = std::chrono::steady_clock::now();
-    if (s < o.warmup) continue;
+    if (warming) {
+      if (++warm_steps == 1) warm_start = t2;
+      warming = warm_steps < o.warmup || std::chrono::duration<double>(t2 - warm_start).count() < o.warmup_s;
+      continue;
+    }
     fb.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
     op.push_back(std::chrono::duration<double, std::milli>(t2 - t1).count());
     total.push_back(std::chrono::duration<double, std::milli>(t2 - t0).count());
+    cpu.push_back(1e3 * double(std::clock() - c0) / CLOCKS_PER_SEC);
+    wait.push_back(double(be.runtime().queue().stats().wait_ns - w0) / 1e6);
   }
   be.set_profiling(profiled);
   const double ms = median(total), tokens = double(BT) * o.grad_accum;
   nlohmann::json step = {{"steps", o.steps},         {"grad_accum", o.grad_accum},
                          {"optimizer", o.optim_device}, {"optimizer_name", opt->name()},
                          {"fwd_bwd_ms", median(fb)}, {"optimizer_ms", median(op)}, {"step_ms", ms},
-                         {"tokens_per_s", tokens / (ms / 1e3)}};
+                         {"tokens_per_s", tokens / (ms / 1e3)}, {"host_cpu_ms", median(cpu)},
+                         {"warmup_steps", warm_steps}};
+  // Every timed step in order: a slow phase (clocks ramping, a busy host) shows as a run of slow steps.
+  const auto each = [](const std::vector<double>& v) {
+    nlohmann::json a = nlohmann::json::array();
+    for (double t : v) a.push_back(std::round(t * 1e3) / 1e3);
+    return a;
+  };
+  step["step_ms_each"] = each(total);
+  step["host_cpu_ms_each"] = each(cpu);
+  step["host_wait_ms_each"] = each(wait);  // host time blocked on the GPU
   // Device memory in the allocator's slabs after the steps (slabs stay until a trim: the run's high-water mark).
   step["device_mb"] = static_cast<double>(be.runtime().pool().allocator().used_bytes()) / 1e6;
   if (o.peak_tflops > 0)
@@ -406,11 +431,11 @@ void print_gpu_bench(const GpuBenchOptions& o, const nlohmann::json& out, const 
   }
   if (out.contains("step")) {
     const auto& s = out["step"];
-    std::printf("Training step (B=%lld, T=%lld, grad_accum %d, %s %s, median of %d): %.2f ms (fwd+bwd %.2f, optimizer %.2f), "
-                "%.0f tokens/s%s\n",
+    std::printf("Training step (B=%lld, T=%lld, grad_accum %d, %s %s, median of %d): %.2f ms (fwd+bwd %.2f, optimizer %.2f; "
+                "host CPU %.2f), %.0f tokens/s%s\n",
                 static_cast<long long>(o.batch), static_cast<long long>(mc.block_size), o.grad_accum, o.optim_device.c_str(),
                 s["optimizer_name"].get<std::string>().c_str(), o.steps, s["step_ms"].get<double>(),
-                s["fwd_bwd_ms"].get<double>(), s["optimizer_ms"].get<double>(),
+                s["fwd_bwd_ms"].get<double>(), s["optimizer_ms"].get<double>(), s["host_cpu_ms"].get<double>(),
                 s["tokens_per_s"].get<double>(),
                 s.contains("mfu") ? fmt::format(", MFU {:.1f}%", 100 * s["mfu"].get<double>()).c_str() : "");
   }

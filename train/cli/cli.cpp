@@ -230,7 +230,7 @@ int cmd_bench(const std::vector<std::string>& args) {
                 "[cli] --only takes gemm, kernels, attention, step (comma-separated), got \"{}\"", sec);
     b = e + 1;
   }
-  if (o.quick) o.warmup = 1, o.steps = 2;
+  if (o.quick) o.warmup = 1, o.warmup_s = 0, o.steps = 2;
   run_gpu_bench(o);
   return kExitOk;
 }
