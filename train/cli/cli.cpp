@@ -168,7 +168,8 @@ bench gpu: Vulkan timings (timestamps, warm-up, medians) for the config's model 
   --gemm      extra GEMM shapes;  --tiles  every cooperative-matrix block tile at every shape
   --only      a comma list of gemm, kernels, attention, step
   --optim     the step's optimizer state on the gpu (default) or cpu; optim.name picks adamw or muon
-  --steps N   timed training steps (10);  --peak-tflops X  the GPU's dense f16 peak, for the step's MFU
+  --steps N   timed training steps (10), after >= 3 warm-up steps and 1 s (the GPU's clocks ramp up)
+  --peak-tflops X  the GPU's dense f16 peak, for the step's MFU
   --quick     a smoke run: small cases, few repetitions
 --json prints one JSON object instead of the tables.
 )";
