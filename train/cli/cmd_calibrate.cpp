@@ -39,7 +39,8 @@ and over a ladder of sizes, where this machine's GPU beats its CPU, and saves th
 that runs load with dispatch.profile ("auto" or the path; docs/config.md). A class's threshold is the smallest
 size from which the GPU was faster at every larger size measured, or "never".
 CPU time: wall clock of the kernel. GPU time: wall clock of one op recorded, submitted and waited for, inputs
-already on the GPU (what a training step pays, submission latency included). Medians after a warm-up.
+already on the GPU (what a training step pays, submission latency included). Medians after a warm-up; before
+each class 0.4 s of GPU products keep its clock up (without, NVIDIA's drops within seconds of light load).
 
 options:
   --device SPEC   vulkan or vulkan:N (default: auto = the best real GPU; ALPHA_DEVICE is used when unset)
@@ -53,9 +54,10 @@ struct Ladder {
   int elem_lo, elem_hi, mm_lo, mm_hi, step;  // log2 sizes; step: log2 of the ratio between sizes
   int min_reps, max_reps;
   double budget_s;  // time one size aims to spend on each side
+  double hold_s;    // full-load GPU time before each class (hold_clocks)
 };
-constexpr Ladder kFull{10, 24, 12, 32, 1, 5, 50, 0.1};  // ~6 s on an H200 host (16 cores)
-constexpr Ladder kQuick{10, 19, 12, 24, 3, 3, 5, 0.005};
+constexpr Ladder kFull{10, 24, 12, 32, 1, 5, 50, 0.1, 0.4};  // ~10 s on an H200 host (16 cores)
+constexpr Ladder kQuick{10, 19, 12, 24, 3, 3, 5, 0.005, 0.0};
 
 // One measured case: the inputs it needs and the op (through the dispatcher, so the GPU runs exactly what
 // training runs).
@@ -163,6 +165,23 @@ double time_side(const std::function<void()>& run, const std::function<void()>& 
   if (t[0] > 0.25) reps = 1;  // a slow side (software Vulkan at large sizes): one timed run is enough to lose
   while (static_cast<int>(t.size()) < reps) once();
   return median(t);
+}
+
+// NVIDIA's driver lowers the clock after ~3 s of light load, which calibration is (an H200 went 1980 -> 345 MHz
+// within two classes, and its GPU sides read up to 4x slower than at full clock), and needs ~0.6 s of full load to
+// climb back. Products back to back before each class keep the GPU measured at the clock a training step runs at
+// (docs/PERFORMANCE.md, session 34).
+void hold_clocks(vk::VulkanBackend& be, double seconds) {
+  if (seconds <= 0) return;
+  set_active_backend(&be);
+  std::vector<Tensor> ab = {filled({2048, 2048}, 16), filled({2048, 2048}, 17)};
+  for (Tensor& t : ab) (void)be.runtime().input(t);
+  const auto until = Clock::now() + std::chrono::duration<double>(seconds);
+  while (Clock::now() < until) {
+    for (int i = 0; i < 4; ++i) (void)ops::matmul(ab[0], ab[1], false, false);
+    be.sync();
+  }
+  set_active_backend(nullptr);
 }
 
 Measurement measure(vk::VulkanBackend& be, Case& c, const Ladder& L) {
@@ -286,6 +305,7 @@ int cmd_calibrate(const std::vector<std::string>& args) {
     const auto cls = static_cast<OpClass>(c);
     const bool mm = cls == OpClass::matmul;
     std::vector<Measurement> ms;
+    if (!cases_for(cls, mm ? L.mm_lo : L.elem_lo).empty()) hold_clocks(*be, L.hold_s);
     for (int e = mm ? L.mm_lo : L.elem_lo; e <= (mm ? L.mm_hi : L.elem_hi); e += L.step)
       for (Case& k : cases_for(cls, e)) ms.push_back(measure(*be, k, L));
     if (ms.empty()) {
@@ -315,6 +335,7 @@ int cmd_calibrate(const std::vector<std::string>& args) {
                   {"created", iso_now()}, {"quick", quick},
                   {"cpu_timing", "wall clock of the CPU kernel (synchronous), median"},
                   {"gpu_timing", "wall clock of one op recorded + submitted + waited for, inputs already on the GPU, median"},
+                  {"clock_hold_s", L.hold_s},
                   {"thresholds", thresholds}, {"measurements", measurements}};
   profile.update(driver_info(*be));
   write_file(out, profile.dump(2) + "\n");
