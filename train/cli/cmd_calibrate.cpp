@@ -54,9 +54,9 @@ struct Ladder {
   int elem_lo, elem_hi, mm_lo, mm_hi, step;  // log2 sizes; step: log2 of the ratio between sizes
   int min_reps, max_reps;
   double budget_s;  // time one size aims to spend on each side
-  double hold_s;    // full-load GPU time before each class (hold_clocks)
+  double hold_s;    // full-load GPU time before each class (ClockHold)
 };
-constexpr Ladder kFull{10, 24, 12, 32, 1, 5, 50, 0.1, 0.4};  // ~10 s on an H200 host (16 cores)
+constexpr Ladder kFull{10, 24, 12, 32, 1, 5, 50, 0.1, 0.4};  // ~12 s on an H200 host (16 cores)
 constexpr Ladder kQuick{10, 19, 12, 24, 3, 3, 5, 0.005, 0.0};
 
 // One measured case: the inputs it needs and the op (through the dispatcher, so the GPU runs exactly what
@@ -171,18 +171,29 @@ double time_side(const std::function<void()>& run, const std::function<void()>& 
 // within two classes, and its GPU sides read up to 4x slower than at full clock), and needs ~0.6 s of full load to
 // climb back. Products back to back before each class keep the GPU measured at the clock a training step runs at
 // (docs/PERFORMANCE.md, session 34).
-void hold_clocks(vk::VulkanBackend& be, double seconds) {
-  if (seconds <= 0) return;
-  set_active_backend(&be);
-  std::vector<Tensor> ab = {filled({2048, 2048}, 16), filled({2048, 2048}, 17)};
-  for (Tensor& t : ab) (void)be.runtime().input(t);
-  const auto until = Clock::now() + std::chrono::duration<double>(seconds);
-  while (Clock::now() < until) {
-    for (int i = 0; i < 4; ++i) (void)ops::matmul(ab[0], ab[1], false, false);
-    be.sync();
+class ClockHold {
+ public:
+  ClockHold(vk::VulkanBackend& be, double seconds) : be_(be), seconds_(seconds) {
+    if (seconds_ <= 0) return;  // --quick (software Vulkan): no hold, no 2048^2 operands
+    ab_ = {filled({2048, 2048}, 16), filled({2048, 2048}, 17)};
+    for (Tensor& t : ab_) (void)be_.runtime().input(t);
   }
-  set_active_backend(nullptr);
-}
+  void operator()() {
+    if (seconds_ <= 0) return;
+    set_active_backend(&be_);
+    const auto until = Clock::now() + std::chrono::duration<double>(seconds_);
+    while (Clock::now() < until) {
+      for (int i = 0; i < 4; ++i) (void)ops::matmul(ab_[0], ab_[1], false, false);
+      be_.sync();
+    }
+    set_active_backend(nullptr);
+  }
+
+ private:
+  vk::VulkanBackend& be_;
+  double seconds_;
+  std::vector<Tensor> ab_;
+};
 
 Measurement measure(vk::VulkanBackend& be, Case& c, const Ladder& L) {
   Measurement m{c.cls, c.op, c.shape, c.work, 0, 0, 0};
@@ -297,6 +308,7 @@ int cmd_calibrate(const std::vector<std::string>& args) {
                "inputs already on the GPU; medians\n", scope.description().c_str(), quick ? " (--quick)" : "");
   std::fflush(table);
 
+  ClockHold hold(*be, L.hold_s);
   const auto t0 = Clock::now();
   std::vector<Measurement> all;
   json thresholds = json::object(), measurements = json::array();
@@ -305,9 +317,11 @@ int cmd_calibrate(const std::vector<std::string>& args) {
     const auto cls = static_cast<OpClass>(c);
     const bool mm = cls == OpClass::matmul;
     std::vector<Measurement> ms;
-    if (!cases_for(cls, mm ? L.mm_lo : L.elem_lo).empty()) hold_clocks(*be, L.hold_s);
     for (int e = mm ? L.mm_lo : L.elem_lo; e <= (mm ? L.mm_hi : L.elem_hi); e += L.step)
-      for (Case& k : cases_for(cls, e)) ms.push_back(measure(*be, k, L));
+      for (Case& k : cases_for(cls, e)) {
+        if (ms.empty()) hold();  // a class's first case: the GPU at full clock
+        ms.push_back(measure(*be, k, L));
+      }
     if (ms.empty()) {
       std::fprintf(table, "%-14s %-9s not measured (keeps the config threshold)\n", op_class_name(cls), "-");
       continue;
