@@ -9,9 +9,12 @@
 #define HD 64u
 #define NF 4u       // HD / 16
 #ifndef NSG
-#define NSG 4u      // subgroups of 32 per workgroup, 16 rows (keys in DKDV) each
+#define NSG 4u      // subgroups of 32 per workgroup, SG_ROWS rows (keys in DKDV) each
 #endif
-#define BR (16u * NSG)  // rows per workgroup
+#ifndef SG_ROWS
+#define SG_ROWS 16u  // rows (keys in DKDV) per subgroup: one fragment row; attention_cmr.comp's DQ2 has two
+#endif
+#define BR (SG_ROWS * NSG)  // rows per workgroup
 #ifndef BC
 #define BC 64u      // keys (queries in DKDV) per inner block (attention_cmr.comp: 32)
 #endif

@@ -321,12 +321,13 @@ TEST_CASE("vk attention f16, head size 64: every tensor-core and SIMT kernel mat
     const auto ap = params(c);
     const auto cf = on_cpu([&] { return ops::attention(in.q, in.k, in.v, ap); });
     const auto cb = on_cpu([&] { return ops::attention_backward(in.dout, in.q, in.k, in.v, cf.out, cf.lse, ap, c.views); });
-    for (const std::string run : {"auto", "auto/recompute", "cm", "simt"}) {
+    for (const std::string run : {"auto", "auto/ds16", "auto/recompute", "cm", "simt"}) {
       const std::string mode = run.substr(0, run.find('/'));
-      const bool dq_from_ds = run.find("recompute") == std::string::npos;
+      const std::string dq = run.find('/') == std::string::npos ? "ds" : run.substr(run.find('/') + 1);
+      const bool dq_from_ds = dq != "recompute";
       INFO("ALPHA_VK_ATTENTION mode: " << run);
       gpu().set_attention_mode(mode);
-      gpu().set_attention_dq_from_ds(dq_from_ds);
+      gpu().set_attention_dq(dq);
       const std::string want = mode == "auto" ? auto_kernel : mode == "cm" ? cm_kernel : "attention";
       gpu().sync();
       const auto k0 = gpu().runtime().kernel_counts();
@@ -347,14 +348,16 @@ TEST_CASE("vk attention f16, head size 64: every tensor-core and SIMT kernel mat
         CHECK(ran(k + "_f16") == (want == k ? 1 : 0));
         CHECK(ran(k + "_dq_f16") == (want == k && !ds ? 1 : 0));
         CHECK(ran(k + "_dkdv_f16") == (want == k && !ds ? 1 : 0));
-        CHECK(ran(k + "_dqs_dq_f16") == (ds ? 1 : 0));
+        CHECK(ran(k + "_dqs_dq2_f16") == (ds && dq == "ds" ? 1 : 0));
+        CHECK(ran(k + "_dqs_dq_f16") == (ds && dq == "ds16" ? 1 : 0));
         CHECK(ran(k + "_dqs_dkdv_f16") == (ds ? 1 : 0));
       }
       CHECK(ran("attention_f16") == (want == "attention" ? 1 : 0));
       CHECK(ran("attention_rowdot_f16") + ran("attention_rowdot_f16_vec4") == 1);
     }
     gpu().set_attention_mode(vk::attention_mode_from_env());
-    gpu().set_attention_dq_from_ds(vk::attention_dq_from_ds_from_env());
+    gpu().set_attention_dq(vk::attention_dq_from_env());
   }
+  CHECK_THROWS_AS(gpu().set_attention_dq("ds8"), ValueError);  // names the accepted modes
   expect_clean();
 }

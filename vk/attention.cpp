@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <string_view>
 #include <vector>
 
 #include <fmt/format.h>
@@ -106,11 +107,20 @@ std::string attention_mode_from_env() {
   return e;
 }
 
-bool attention_dq_from_ds_from_env() {
+static bool attention_dq_known(std::string_view m) { return m == "ds" || m == "ds16" || m == "recompute"; }
+
+std::string attention_dq_from_env() {
   const char* e = std::getenv("ALPHA_VK_ATTENTION_DQ");
-  if (!e || !*e || std::strcmp(e, "ds") == 0) return true;
-  if (std::strcmp(e, "recompute") == 0) return false;
-  throw ValueError(fmt::format("[vk] ALPHA_VK_ATTENTION_DQ='{}' is not one of ds, recompute", e));
+  if (!e || !*e) return "ds";
+  if (!attention_dq_known(e))
+    throw ValueError(fmt::format("[vk] ALPHA_VK_ATTENTION_DQ='{}' is not one of ds, ds16, recompute", e));
+  return e;
+}
+
+void VulkanBackend::set_attention_dq(std::string mode) {
+  if (!attention_dq_known(mode))
+    throw ValueError(fmt::format("[vk] attention dq mode '{}' is not one of ds, ds16, recompute", mode));
+  attention_dq_ = std::move(mode);
 }
 
 void VulkanBackend::set_attention_mode(std::string mode) {
@@ -235,13 +245,15 @@ ops::AttentionGrads VulkanBackend::attention_backward(const Tensor& gin, const T
     // submissions are in flight, and larger shapes would crowd smaller GPUs; they take the recompute below.
     const uint64_t ds_elems = uint64_t(B * H) * uint64_t(pad64(Tq)) * uint64_t(pad64(Tk));
     const uint64_t ds_cap = std::min<uint64_t>(uint64_t{1} << 28, rt_->device().features().max_storage_buffer_range);
-    if (kernel == "attention_cmr" && attention_dq_from_ds_ && 2 * ds_elems <= ds_cap) {  // else the recompute below
+    if (kernel == "attention_cmr" && attention_dq_ != "recompute" && 2 * ds_elems <= ds_cap) {  // else the recompute below
       const auto ds = rt_->scratch(ds_elems * 2);
       rt_->run(kernel + "_dqs_dkdv_f16", {kCmGroup, uint32_t(D), kCmRows},
                {{bq, false}, {bk, false}, {bv, false}, {bg, false}, {bl, false}, {drow, false}, {bdk, true}, {bdv, true},
                 {ds, true}},
                pc, Runtime::grid(kg), 3.0 * work);
-      rt_->run(kernel + "_dqs_dq_f16", {kCmGroup, uint32_t(D), kCmRows},
+      // dq: 2 subgroups of 32 query rows (DQ2), each K fragment feeding two products; "ds16": 4 of 16.
+      const bool dq2 = attention_dq_ == "ds";
+      rt_->run(kernel + (dq2 ? "_dqs_dq2_f16" : "_dqs_dq_f16"), {dq2 ? kCmGroup / 2 : kCmGroup, uint32_t(D), kCmRows},
                {{bq, false}, {bk, false}, {bv, false}, {bg, false}, {bl, false}, {drow, false}, {bdq, true}, {ds, false}},
                pc, Runtime::grid(qg), work);
       return r;

@@ -52,7 +52,9 @@ int64_t split_target_from_env();
 // are written for; else attention_cm, scores through shared memory; both need f16, head size 64, NV cooperative
 // matrix), "cm" = never attention_cmr, "simt" = never tensor cores.
 std::string attention_mode_from_env();
-bool attention_dq_from_ds_from_env();  // ALPHA_VK_ATTENTION_DQ: "ds" (default) or "recompute"
+// ALPHA_VK_ATTENTION_DQ: attention_cmr's dq from the dS^T its dk/dv kernel stores, "ds" (default: subgroups of 32
+// query rows) or "ds16" (16 rows), or by recomputing S and dP, "recompute".
+std::string attention_dq_from_env();
 
 class VulkanBackend : public Backend {
  public:
@@ -76,8 +78,7 @@ class VulkanBackend : public Backend {
   Runtime& runtime() { return *rt_; }
   void set_matmul_mode(MatmulMode m) { matmul_mode_ = m; }
   void set_attention_mode(std::string mode);  // auto | cm | simt (ValueError otherwise)
-  // attention_cmr's dq from the dS^T its dk/dv kernel stores (true) or by recomputing S and dP (false).
-  void set_attention_dq_from_ds(bool on) { attention_dq_from_ds_ = on; }
+  void set_attention_dq(std::string mode);  // ds | ds16 | recompute (ValueError otherwise)
   // The kernel family fused attention of `dtype`, head size D, runs with: "attention_cmr", "attention_cm" or
   // "attention".
   std::string attention_kernel(DType dtype, int64_t D) const;
@@ -248,7 +249,7 @@ class VulkanBackend : public Backend {
   // one barrier for all of them, instead of one per pass between the side-by-side products.
   std::vector<std::function<void()>> after_concurrent_;
   std::string attention_mode_ = attention_mode_from_env();
-  bool attention_dq_from_ds_ = attention_dq_from_ds_from_env();
+  std::string attention_dq_ = attention_dq_from_env();
   mutable int quad_layout_ = -1;  // coopmat_quad_layout(): -1 not probed yet
 };
 

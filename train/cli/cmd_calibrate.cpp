@@ -1,7 +1,8 @@
 // `alpha calibrate`: times each op class on the CPU and on the GPU over a geometric ladder of sizes and saves the
 // crossovers as a dispatch profile (train/loop/calibrate.h). CPU: wall clock of the synchronous kernel. GPU: wall clock
 // of record + submit + wait for one op whose inputs are already on the GPU (in training activations stay there,
-// so uploads are not counted; submission latency is, as a step pays it). Medians after a warm-up run.
+// so uploads are not counted; submission latency is, as a step pays it). Medians after a warm-up run, in two passes
+// over the sizes (up, then down); a size keeps each side's faster pass.
 // Dimension legend: n elements, R rows, C row width (channels), V vocabulary, M/K/N matmul.
 #include <algorithm>
 #include <chrono>
@@ -39,8 +40,10 @@ and over a ladder of sizes, where this machine's GPU beats its CPU, and saves th
 that runs load with dispatch.profile ("auto" or the path; docs/config.md). A class's threshold is the smallest
 size from which the GPU was faster at every larger size measured, or "never".
 CPU time: wall clock of the kernel. GPU time: wall clock of one op recorded, submitted and waited for, inputs
-already on the GPU (what a training step pays, submission latency included). Medians after a warm-up; before
-each class 0.4 s of GPU products keep its clock up (without, NVIDIA's drops within seconds of light load).
+already on the GPU (what a training step pays, submission latency included). Medians after a warm-up, in two
+passes over the sizes (up, then down): each size keeps each side's faster pass, so a stretch of host or GPU noise
+in one pass does not move a threshold. Before each pass 0.4 s of GPU products keep the GPU's clock up (without,
+NVIDIA's drops within seconds of light load).
 
 options:
   --device SPEC   vulkan or vulkan:N (default: auto = the best real GPU; ALPHA_DEVICE is used when unset)
@@ -54,10 +57,13 @@ struct Ladder {
   int elem_lo, elem_hi, mm_lo, mm_hi, step;  // log2 sizes; step: log2 of the ratio between sizes
   int min_reps, max_reps;
   double budget_s;  // time one size aims to spend on each side
-  double hold_s;    // full-load GPU time before each class (ClockHold)
+  double hold_s;    // full-load GPU time before each pass of a class (ClockHold)
+  int passes;       // over the sizes, alternately up and down; a size keeps each side's fastest pass
 };
-constexpr Ladder kFull{10, 24, 12, 32, 1, 5, 50, 0.1, 0.4};  // ~12 s on an H200 host (16 cores)
-constexpr Ladder kQuick{10, 19, 12, 24, 3, 3, 5, 0.005, 0.0};
+// Two passes: single-pass runs on an H200 host moved thresholds 2-8x between runs, from stretches of 3-6
+// consecutive sizes whose CPU medians carried ~0.4 ms extra (docs/PERFORMANCE.md, session 34).
+constexpr Ladder kFull{10, 24, 12, 32, 1, 5, 50, 0.1, 0.4, 2};  // ~24 s on an H200 host (16 cores)
+constexpr Ladder kQuick{10, 19, 12, 24, 3, 3, 5, 0.005, 0.0, 2};  // two passes: the merge is tested too
 
 // One measured case: the inputs it needs and the op (through the dispatcher, so the GPU runs exactly what
 // training runs).
@@ -75,6 +81,7 @@ struct Measurement {
   int64_t work = 0;
   double cpu_s = 0, gpu_s = 0;
   int reps = 0;
+  std::vector<double> cpu_each, gpu_each;  // each pass's medians (cpu_s, gpu_s: their minimum)
 };
 
 // Cheap deterministic values in [-1, 1) (Rng's normals would dominate the run at 2^24 elements).
@@ -196,7 +203,7 @@ class ClockHold {
 };
 
 Measurement measure(vk::VulkanBackend& be, Case& c, const Ladder& L) {
-  Measurement m{c.cls, c.op, c.shape, c.work, 0, 0, 0};
+  Measurement m{c.cls, c.op, c.shape, c.work, 0, 0, 0, {}, {}};
   set_active_backend(nullptr);
   int reps = 0;
   m.cpu_s = time_side([&] { c.run(c.inputs); }, [] {}, L, reps);
@@ -215,7 +222,18 @@ Measurement measure(vk::VulkanBackend& be, Case& c, const Ladder& L) {
   m.gpu_s = on_gpu ? time_side([&] { c.run(dev); }, [&] { be.sync(); }, L, greps) : std::numeric_limits<double>::infinity();
   set_active_backend(nullptr);
   m.reps = std::min(reps, on_gpu ? greps : reps);
+  m.cpu_each = {m.cpu_s};
+  m.gpu_each = {m.gpu_s};
   return m;
+}
+
+// Another pass's measurement of the same case: each side keeps its faster median.
+void merge_pass(Measurement& into, const Measurement& m) {
+  into.cpu_s = std::min(into.cpu_s, m.cpu_s);
+  into.gpu_s = std::min(into.gpu_s, m.gpu_s);
+  into.reps = std::min(into.reps, m.reps);
+  into.cpu_each.push_back(m.cpu_s);
+  into.gpu_each.push_back(m.gpu_s);
 }
 
 std::string human(int64_t w) {
@@ -313,15 +331,35 @@ int cmd_calibrate(const std::vector<std::string>& args) {
   std::vector<Measurement> all;
   json thresholds = json::object(), measurements = json::array();
   std::fprintf(table, "%-14s %-9s %s\n", "class", "GPU from", "CPU / GPU ms at some sizes (work)");
+  // Passes over every class, not per class: a disturbance of a few seconds (seen on a shared host) then hits
+  // different classes in each pass. Cases are rebuilt per pass (deterministic inputs), so one class's at a time
+  // are in memory.
+  std::vector<std::vector<Measurement>> per_class(static_cast<size_t>(be->class_count()));
+  for (int pass = 0; pass < L.passes; ++pass)
+    for (int c = 0; c < be->class_count(); ++c) {
+      const auto cls = static_cast<OpClass>(c);
+      const bool mm = cls == OpClass::matmul;
+      std::vector<std::vector<Case>> sizes;
+      for (int e = mm ? L.mm_lo : L.elem_lo; e <= (mm ? L.mm_hi : L.elem_hi); e += L.step) sizes.push_back(cases_for(cls, e));
+      std::vector<Measurement>& ms = per_class[static_cast<size_t>(c)];
+      size_t at = 0;  // ms's index of the first case of size s, in size order
+      std::vector<size_t> first(sizes.size());
+      for (size_t s = 0; s < sizes.size(); ++s) first[s] = at, at += sizes[s].size();
+      if (at == 0) continue;
+      hold();  // the GPU at full clock from each pass's first case on
+      if (pass == 0) ms.resize(at);
+      for (size_t i = 0; i < sizes.size(); ++i) {
+        const size_t s = pass % 2 == 0 ? i : sizes.size() - 1 - i;  // up, then down: noise in time hits other sizes
+        for (size_t j = 0; j < sizes[s].size(); ++j) {
+          Measurement m = measure(*be, sizes[s][j], L);
+          if (pass == 0) ms[first[s] + j] = std::move(m);
+          else merge_pass(ms[first[s] + j], m);
+        }
+      }
+    }
   for (int c = 0; c < be->class_count(); ++c) {
     const auto cls = static_cast<OpClass>(c);
-    const bool mm = cls == OpClass::matmul;
-    std::vector<Measurement> ms;
-    for (int e = mm ? L.mm_lo : L.elem_lo; e <= (mm ? L.mm_hi : L.elem_hi); e += L.step)
-      for (Case& k : cases_for(cls, e)) {
-        if (ms.empty()) hold();  // a class's first case: the GPU at full clock
-        ms.push_back(measure(*be, k, L));
-      }
+    const std::vector<Measurement>& ms = per_class[static_cast<size_t>(c)];
     if (ms.empty()) {
       std::fprintf(table, "%-14s %-9s not measured (keeps the config threshold)\n", op_class_name(cls), "-");
       continue;
@@ -332,6 +370,13 @@ int cmd_calibrate(const std::vector<std::string>& args) {
       json g = std::isfinite(m.gpu_s) ? json(ms4(m.gpu_s)) : json("declined");
       measurements.push_back({{"class", op_class_name(cls)}, {"op", m.op}, {"shape", m.shape}, {"work", m.work},
                               {"cpu_ms", ms4(m.cpu_s)}, {"gpu_ms", g}, {"reps", m.reps}});
+      if (m.cpu_each.size() > 1) {
+        json ce = json::array(), ge = json::array();
+        for (double x : m.cpu_each) ce.push_back(ms4(x));
+        for (double x : m.gpu_each) ge.push_back(std::isfinite(x) ? json(ms4(x)) : json("declined"));
+        measurements.back()["cpu_ms_each"] = ce;
+        measurements.back()["gpu_ms_each"] = ge;
+      }
     }
     const int64_t x = crossover_work(samples);
     thresholds[op_class_name(cls)] = x == kNeverWork ? json("never") : json(x);
@@ -347,9 +392,10 @@ int cmd_calibrate(const std::vector<std::string>& args) {
   const auto& f = be->runtime().device().features();
   json profile = {{"version", 1}, {"device", dev_name}, {"device_type", vk::device_type_name(f.type)},
                   {"created", iso_now()}, {"quick", quick},
-                  {"cpu_timing", "wall clock of the CPU kernel (synchronous), median"},
-                  {"gpu_timing", "wall clock of one op recorded + submitted + waited for, inputs already on the GPU, median"},
-                  {"clock_hold_s", L.hold_s},
+                  {"cpu_timing", "wall clock of the CPU kernel (synchronous), median; the fastest pass's"},
+                  {"gpu_timing", "wall clock of one op recorded + submitted + waited for, inputs already on the GPU, "
+                                 "median; the fastest pass's"},
+                  {"clock_hold_s", L.hold_s}, {"passes", L.passes},
                   {"thresholds", thresholds}, {"measurements", measurements}};
   profile.update(driver_info(*be));
   write_file(out, profile.dump(2) + "\n");

@@ -128,6 +128,7 @@ TEST_CASE("alpha calibrate --quick writes a valid profile for this device") {
   CHECK(j.at("device") == device_name());
   CHECK(j.at("created").get<std::string>().size() == 20);  // 2026-01-02T03:04:05Z
   CHECK(j.at("gpu_timing").get<std::string>().find("wall clock") != std::string::npos);
+  CHECK(j.at("passes") == 2);
   const json& t = j.at("thresholds");
   for (const char* c : kClasses) {
     CAPTURE(c);
@@ -140,6 +141,12 @@ TEST_CASE("alpha calibrate --quick writes a valid profile for this device") {
       if (m.at("class") == c) {
         CHECK(m.at("cpu_ms").get<double>() > 0);
         const double g = m.at("gpu_ms").is_number() ? m.at("gpu_ms").get<double>() : 1e300;
+        // Each side keeps its faster pass (two passes, up then down the sizes).
+        REQUIRE(m.at("cpu_ms_each").size() == 2);
+        REQUIRE(m.at("gpu_ms_each").size() == 2);
+        CHECK(m.at("cpu_ms") == std::min(m.at("cpu_ms_each")[0], m.at("cpu_ms_each")[1]));
+        if (m.at("gpu_ms").is_number()) CHECK(m.at("gpu_ms") == std::min(m.at("gpu_ms_each")[0], m.at("gpu_ms_each")[1]));
+        else CHECK(m.at("gpu_ms_each")[0] == "declined");
         s.push_back({m.at("work").get<int64_t>(), m.at("cpu_ms").get<double>(), g});
       }
     CHECK(s.size() >= 4);
