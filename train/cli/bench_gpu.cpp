@@ -54,9 +54,17 @@ double total_ns(const std::map<std::string, double>& m) {
 }
 
 // Median GPU time (ms, timestamps) of fn's dispatches: warm-up runs, then one sync per repetition.
-double gpu_ms(vk::VulkanBackend& be, const std::function<void()>& fn, int warmup, int reps) {
+// Kernel-timestamp ms of fn (median of reps): warmup calls, then calls back to back for warm_s seconds. Timed calls
+// sync one by one, a light load under which NVIDIA's driver lowers the clock; the full-load seconds before them
+// bring it back up (an H200's GELU row read 5x the step's own kernel time without: docs/PERFORMANCE.md, session 35).
+double gpu_ms(vk::VulkanBackend& be, const std::function<void()>& fn, int warmup, int reps, double warm_s) {
   for (int i = 0; i < warmup; ++i) fn();
   be.sync();
+  for (const auto t0 = std::chrono::steady_clock::now();
+       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() < warm_s;) {
+    for (int i = 0; i < 4; ++i) fn();
+    be.sync();
+  }
   std::vector<double> t;
   for (int i = 0; i < reps; ++i) {
     const double before = total_ns(be.kernel_gpu_ns());
@@ -66,6 +74,8 @@ double gpu_ms(vk::VulkanBackend& be, const std::function<void()>& fn, int warmup
   }
   return median(t);
 }
+
+constexpr double kRowWarmS = 0.5;  // full-load seconds before each GEMM / kernel row (none with --quick)
 
 struct GemmCase {
   std::string name;
@@ -353,7 +363,7 @@ std::vector<Mode> gemm_modes(const vk::DeviceFeatures& feat) {
 }
 
 nlohmann::json bench_gemm_modes(vk::VulkanBackend& be, const std::vector<GemmCase>& cases, const std::vector<Mode>& modes,
-                                Rng& rng, int warm, int reps) {
+                                Rng& rng, int warm, int reps, double warm_s) {
   nlohmann::json rows = nlohmann::json::array();
   for (const GemmCase& c : cases) {
     Tensor a = randn(c.ta ? Shape{c.K, c.M} : Shape{c.M, c.K}, rng), b = randn(c.tb ? Shape{c.N, c.K} : Shape{c.K, c.N}, rng);
@@ -361,7 +371,7 @@ nlohmann::json bench_gemm_modes(vk::VulkanBackend& be, const std::vector<GemmCas
     for (const Mode& m : modes) {
       be.set_matmul_mode(m.mode);
       const Tensor x = m.dtype == DType::f32 ? a : ops::cast(a, m.dtype), y = m.dtype == DType::f32 ? b : ops::cast(b, m.dtype);
-      const double ms = gpu_ms(be, [&] { ops::matmul(x, y, c.ta, c.tb); }, warm, reps);
+      const double ms = gpu_ms(be, [&] { ops::matmul(x, y, c.ta, c.tb); }, warm, reps, warm_s);
       const std::string kernel = be.matmul_kernel(m.dtype, c.M, c.N, c.K, 1);
       const int64_t splits = be.matmul_splits(kernel, c.M, c.N, c.K, 1, 128, 128, m.dtype == DType::f32);
       row[m.name] = {{"kernel", kernel}, {"splits", splits}, {"ms", ms},
@@ -373,13 +383,13 @@ nlohmann::json bench_gemm_modes(vk::VulkanBackend& be, const std::vector<GemmCas
   return rows;
 }
 
-// Memory-bound kernels: bytes read + written per GPU second (f32).
+// Memory-bound kernels: bytes read + written per GPU second (f32, and the f16 step's GELU pair).
 nlohmann::json bench_kernels(const GpuBenchOptions& o, vk::VulkanBackend& be, Rng& rng, int warm, int reps) {
   const GPTConfig& mc = o.model;
   const int64_t BT = o.batch * mc.block_size, C = mc.n_embd, V = mc.vocab_size;
   nlohmann::json rows = nlohmann::json::array();
   auto bw = [&](const std::string& name, double bytes, const std::function<void()>& fn) {
-    const double ms = gpu_ms(be, fn, warm, reps);
+    const double ms = gpu_ms(be, fn, warm, reps, o.warmup_s > 0 ? kRowWarmS : 0.0);
     rows.push_back({{"name", name}, {"ms", ms}, {"gb_s", bytes / (ms * 1e6)}});
   };
   const Tensor x = randn({BT, C}, rng), y = randn({BT, C}, rng), h = randn({BT, 4 * C}, rng);
@@ -393,6 +403,11 @@ nlohmann::json bench_kernels(const GpuBenchOptions& o, vk::VulkanBackend& be, Rn
   bw("layernorm (BT, C)", 2 * f * double(BT * C), [&] { ops::layernorm(x, w, bias, 1e-5); });
   bw("softmax causal (B*H, T, T)", 2 * f * double(att.numel()), [&] { ops::softmax(att, true); });
   bw("cross_entropy (BT, V)", f * double(BT * V), [&] { ops::cross_entropy(logits, tgt, -1); });
+  // f16, as the f16 step runs them: GELU's two kernels beside an add that moves the same bytes as its backward.
+  const Tensor h16 = h.to(DType::f16), g16 = randn({BT, 4 * C}, rng).to(DType::f16);
+  bw("add f16 (BT, 4C)", 3 * 2.0 * double(BT * 4 * C), [&] { ops::add(h16, g16); });
+  bw("gelu f16 (BT, 4C)", 2 * 2.0 * double(BT * 4 * C), [&] { ops::gelu(h16); });
+  bw("gelu backward f16 (BT, 4C)", 3 * 2.0 * double(BT * 4 * C), [&] { ops::gelu_backward(g16, h16); });
   return rows;
 }
 
@@ -417,7 +432,7 @@ void print_gpu_bench(const GpuBenchOptions& o, const nlohmann::json& out, const 
     }
   }
   if (out.contains("kernels")) {
-    std::printf("Memory-bound kernels (f32):\n");
+    std::printf("Memory-bound kernels (f32 unless named):\n");
     for (const auto& k : out["kernels"])
       std::printf("  %-28s %8.3f ms %8.1f GB/s\n", k["name"].get<std::string>().c_str(), k["ms"].get<double>(),
                   k["gb_s"].get<double>());
@@ -507,7 +522,7 @@ void run_gpu_bench(const GpuBenchOptions& o) {
     std::printf("%s\n", out.dump(o.json ? -1 : 1).c_str());
     return;
   }
-  if (want(o, "gemm")) out["gemm"] = bench_gemm_modes(*be, cases, modes, rng, warm, reps);
+  if (want(o, "gemm")) out["gemm"] = bench_gemm_modes(*be, cases, modes, rng, warm, reps, o.warmup_s > 0 ? kRowWarmS : 0.0);
   if (!o.gemm.empty()) {
     std::printf("%s\n", out.dump(1).c_str());
     return;
