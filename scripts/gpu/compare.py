@@ -11,6 +11,8 @@ import json, os, subprocess, sys
 
 ALPHA, G = os.environ.get("ALPHA", "gpu/alpha"), os.environ.get("G", "gpu")
 PEAK = float(os.environ.get("PEAK_TFLOPS", "989"))  # H100/H200 SXM dense bf16, for MFU
+if not os.access(ALPHA, os.X_OK):  # the paths are the repository root's (gpu/alpha, gpu/configs ...)
+    raise SystemExit(f"[compare] {ALPHA} is not an executable: run from the repository root, or set ALPHA and G")
 
 
 def run(cmd, timeout=300):
