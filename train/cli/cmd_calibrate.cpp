@@ -2,7 +2,7 @@
 // crossovers as a dispatch profile (train/loop/calibrate.h). CPU: wall clock of the synchronous kernel. GPU: wall clock
 // of record + submit + wait for one op whose inputs are already on the GPU (in training activations stay there,
 // so uploads are not counted; submission latency is, as a step pays it). Medians after a warm-up run, in two passes
-// over the sizes (up, then down); a size keeps each side's faster pass.
+// over every class (sizes up, then down); a size keeps each side's faster pass.
 // Dimension legend: n elements, R rows, C row width (channels), V vocabulary, M/K/N matmul.
 #include <algorithm>
 #include <chrono>
@@ -41,9 +41,9 @@ that runs load with dispatch.profile ("auto" or the path; docs/config.md). A cla
 size from which the GPU was faster at every larger size measured, or "never".
 CPU time: wall clock of the kernel. GPU time: wall clock of one op recorded, submitted and waited for, inputs
 already on the GPU (what a training step pays, submission latency included). Medians after a warm-up, in two
-passes over the sizes (up, then down): each size keeps each side's faster pass, so a stretch of host or GPU noise
-in one pass does not move a threshold. Before each pass 0.4 s of GPU products keep the GPU's clock up (without,
-NVIDIA's drops within seconds of light load).
+passes over every class (sizes up, then down): each size keeps each side's faster pass, so a stretch of host or
+GPU noise in one pass need not move a threshold. Before each class of each pass 0.4 s of GPU products keep the
+GPU's clock up (without, NVIDIA's drops within seconds of light load).
 
 options:
   --device SPEC   vulkan or vulkan:N (default: auto = the best real GPU; ALPHA_DEVICE is used when unset)
@@ -62,7 +62,7 @@ struct Ladder {
 };
 // Two passes: single-pass runs on an H200 host moved thresholds 2-8x between runs, from stretches of 3-6
 // consecutive sizes whose CPU medians carried ~0.4 ms extra (docs/PERFORMANCE.md, session 34).
-constexpr Ladder kFull{10, 24, 12, 32, 1, 5, 50, 0.1, 0.4, 2};  // ~24 s on an H200 host (16 cores)
+constexpr Ladder kFull{10, 24, 12, 32, 1, 5, 50, 0.1, 0.4, 2};  // ~19 s on an H200 host (16 cores)
 constexpr Ladder kQuick{10, 19, 12, 24, 3, 3, 5, 0.005, 0.0, 2};  // two passes: the merge is tested too
 
 // One measured case: the inputs it needs and the op (through the dispatcher, so the GPU runs exactly what
