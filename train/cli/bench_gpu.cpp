@@ -53,7 +53,6 @@ double total_ns(const std::map<std::string, double>& m) {
   return s;
 }
 
-// Median GPU time (ms, timestamps) of fn's dispatches: warm-up runs, then one sync per repetition.
 // Kernel-timestamp ms of fn (median of reps): warmup calls, then calls back to back for warm_s seconds. Timed calls
 // sync one by one, a light load under which NVIDIA's driver lowers the clock; the full-load seconds before them
 // bring it back up (an H200's GELU row read 5x the step's own kernel time without: docs/PERFORMANCE.md, session 35).
@@ -75,7 +74,8 @@ double gpu_ms(vk::VulkanBackend& be, const std::function<void()>& fn, int warmup
   return median(t);
 }
 
-constexpr double kRowWarmS = 0.5;  // full-load seconds before each GEMM / kernel row (none with --quick)
+// Full-load seconds before each GEMM / kernel row: 0.5, none with --quick (no warm-up time).
+double row_warm_s(const GpuBenchOptions& o) { return o.warmup_s > 0 ? 0.5 : 0.0; }
 
 struct GemmCase {
   std::string name;
@@ -389,7 +389,7 @@ nlohmann::json bench_kernels(const GpuBenchOptions& o, vk::VulkanBackend& be, Rn
   const int64_t BT = o.batch * mc.block_size, C = mc.n_embd, V = mc.vocab_size;
   nlohmann::json rows = nlohmann::json::array();
   auto bw = [&](const std::string& name, double bytes, const std::function<void()>& fn) {
-    const double ms = gpu_ms(be, fn, warm, reps, o.warmup_s > 0 ? kRowWarmS : 0.0);
+    const double ms = gpu_ms(be, fn, warm, reps, row_warm_s(o));
     rows.push_back({{"name", name}, {"ms", ms}, {"gb_s", bytes / (ms * 1e6)}});
   };
   const Tensor x = randn({BT, C}, rng), y = randn({BT, C}, rng), h = randn({BT, 4 * C}, rng);
@@ -522,7 +522,7 @@ void run_gpu_bench(const GpuBenchOptions& o) {
     std::printf("%s\n", out.dump(o.json ? -1 : 1).c_str());
     return;
   }
-  if (want(o, "gemm")) out["gemm"] = bench_gemm_modes(*be, cases, modes, rng, warm, reps, o.warmup_s > 0 ? kRowWarmS : 0.0);
+  if (want(o, "gemm")) out["gemm"] = bench_gemm_modes(*be, cases, modes, rng, warm, reps, row_warm_s(o));
   if (!o.gemm.empty()) {
     std::printf("%s\n", out.dump(1).c_str());
     return;
