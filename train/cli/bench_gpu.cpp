@@ -24,6 +24,7 @@
 #include "optim/adamw.h"
 #include "optim/clip.h"
 #include "cli/bench.h"
+#include "cli/bench_gpu.h"
 #include "config/config.h"
 #include "loop/device.h"
 #include "loop/trainer.h"
@@ -33,18 +34,11 @@
 
 namespace alpha {
 
-namespace {
+namespace bench_gpu {
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v.empty() ? 0.0 : v[v.size() / 2];
-}
-
-Tensor randn(const Shape& s, Rng& rng, double scale = 1.0) {
-  Tensor t = Tensor::empty(s);
-  float* p = t.mutable_data<float>();
-  for (int64_t i = 0; i < t.numel(); ++i) p[i] = static_cast<float>(rng.normal() * scale);
-  return t;
 }
 
 double total_ns(const std::map<std::string, double>& m) {
@@ -74,6 +68,55 @@ double gpu_ms(vk::VulkanBackend& be, const std::function<void()>& fn, int warmup
   return median(t);
 }
 
+// Cheap f16 operands for the tile sweep (values in +-[1/8, 1/4), from a counter hash): randn of the head's
+// (50304, 8192) operands on the CPU would take minutes.
+Tensor fill_f16(const Shape& s, uint32_t seed) {
+  Tensor t = Tensor::empty(s, DType::f16);
+  uint16_t* p = t.mutable_data<uint16_t>();
+  uint32_t x = seed * 2654435761u + 1;
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    x = x * 1664525u + 1013904223u;
+    p[i] = static_cast<uint16_t>(0x3000u | ((x >> 16) & 0x83ffu));
+  }
+  return t;
+}
+
+// Median wall ms per call of fn in bursts of back-to-back calls (as burst_ms), by the host clock around the calls
+// and one sync: the GPU's span including the gaps at barriers and the overlap of independent kernels, which
+// per-kernel timestamps (burst_ms) cannot show.
+double burst_wall_ms(vk::VulkanBackend& be, const std::function<void()>& fn, double flops, int bursts) {
+  const int n = bursts <= 1 ? 1 : std::max(4, static_cast<int>(2e12 / flops));
+  for (int i = 0; i < n; ++i) fn();
+  be.sync();
+  std::vector<double> t;
+  for (int r = 0; r < bursts; ++r) {
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < n; ++i) fn();
+    be.sync();
+    t.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() / n);
+  }
+  return median(t);
+}
+
+}  // namespace bench_gpu
+
+namespace {
+
+using bench_gpu::burst_wall_ms;
+using bench_gpu::fill_f16;
+using bench_gpu::gpu_ms;
+using bench_gpu::median;
+using bench_gpu::total_ns;
+
+Tensor randn(const Shape& s, Rng& rng, double scale = 1.0) {
+  Tensor t = Tensor::empty(s);
+  float* p = t.mutable_data<float>();
+  for (int64_t i = 0; i < t.numel(); ++i) p[i] = static_cast<float>(rng.normal() * scale);
+  return t;
+}
+
+
+
 // Full-load seconds before each GEMM / kernel row: 0.5, none with --quick (no warm-up time).
 double row_warm_s(const GpuBenchOptions& o) { return o.warmup_s > 0 ? 0.5 : 0.0; }
 
@@ -96,19 +139,6 @@ struct Mode {
   DType dtype;
 };
 
-// Cheap f16 operands for the tile sweep (values in +-[1/8, 1/4), from a counter hash): randn of the head's
-// (50304, 8192) operands on the CPU would take minutes.
-Tensor fill_f16(const Shape& s, uint32_t seed) {
-  Tensor t = Tensor::empty(s, DType::f16);
-  uint16_t* p = t.mutable_data<uint16_t>();
-  uint32_t x = seed * 2654435761u + 1;
-  for (int64_t i = 0; i < t.numel(); ++i) {
-    x = x * 1664525u + 1013904223u;
-    p[i] = static_cast<uint16_t>(0x3000u | ((x >> 16) & 0x83ffu));
-  }
-  return t;
-}
-
 // Median GPU ms per call of fn in bursts of back-to-back calls (~10 ms of work each): a sync per call lets the
 // GPU's clocks drop between short kernels and made single-call medians swing 3x on an H100.
 double burst_ms(vk::VulkanBackend& be, const std::function<void()>& fn, double flops, int bursts) {
@@ -121,22 +151,6 @@ double burst_ms(vk::VulkanBackend& be, const std::function<void()>& fn, double f
     for (int i = 0; i < n; ++i) fn();
     be.sync();
     t.push_back((total_ns(be.kernel_gpu_ns()) - before) / 1e6 / n);
-  }
-  return median(t);
-}
-
-// The same bursts timed by the host clock around the calls and one sync: the GPU's span including the gaps at
-// barriers and the overlap of independent kernels, which the per-kernel timestamps above cannot show.
-double burst_wall_ms(vk::VulkanBackend& be, const std::function<void()>& fn, double flops, int bursts) {
-  const int n = bursts <= 1 ? 1 : std::max(4, static_cast<int>(2e12 / flops));
-  for (int i = 0; i < n; ++i) fn();
-  be.sync();
-  std::vector<double> t;
-  for (int r = 0; r < bursts; ++r) {
-    const auto t0 = std::chrono::steady_clock::now();
-    for (int i = 0; i < n; ++i) fn();
-    be.sync();
-    t.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() / n);
   }
   return median(t);
 }
@@ -437,6 +451,11 @@ void print_gpu_bench(const GpuBenchOptions& o, const nlohmann::json& out, const 
       std::printf("  %-28s %8.3f ms %8.1f GB/s\n", k["name"].get<std::string>().c_str(), k["ms"].get<double>(),
                   k["gb_s"].get<double>());
   }
+  if (out.contains("overlap")) {
+    std::printf("\nweight gradients beside the walk's kernels, no barrier between (wall ms per call):\n");
+    for (const auto& r : out["overlap"])
+      std::printf("  %-44s %8.4f\n", r["name"].get<std::string>().c_str(), r["wall_ms"].get<double>());
+  }
   if (out.contains("attention")) {
     const auto& a = out["attention"];
     std::printf("Causal attention per layer (B=%lld, H=%lld, T=%lld, D=%lld, %s): forward %.3f ms, backward %.3f ms, %.1f TFLOP/s (kernel timestamps); fwd+bwd %.3f ms wall\n",
@@ -530,6 +549,7 @@ void run_gpu_bench(const GpuBenchOptions& o) {
   if (want(o, "kernels")) out["kernels"] = bench_kernels(o, *be, rng, warm, reps);
   if (want(o, "attention")) out["attention"] = bench_attention(o, *be, rng);
   if (want(o, "step")) out["step"] = bench_train_step(o, scope, *be, rng);
+  if (("," + o.only + ",").find(",overlap,") != std::string::npos) out["overlap"] = bench_gpu::bench_overlap(o, *be);
 
   if (o.json) {
     std::printf("%s\n", out.dump().c_str());

@@ -44,7 +44,7 @@ commands:
                       step time; --kernels: per-kernel GB/s, GFLOP/s vs this CPU's peaks; --gpt2: GPT-2 small
                       fwd+bwd B4 T256; --profile: --gpt2 plus one step's ms per CPU op and input shapes
   bench gpu [--device D] [--config CONFIG] [--set k=v]... [--steps N] [--peak-tflops X] [--json]
-            [--gemm M,K,N[,ta,tb]]... [--tiles] [--only gemm,kernels,attention,step] [--optim gpu|cpu] [--quick]
+            [--gemm M,K,N[,ta,tb]]... [--tiles] [--only gemm,kernels,attention,step,overlap] [--optim gpu|cpu] [--quick]
                       Vulkan GEMM TFLOP/s per kernel (--tiles: per coopmat block tile), memory-bound kernel GB/s,
                       causal attention fwd/bwd ms, GPT training step ms (the config's model, batch, grad_accum,
                       precision and optim.name: adamw or muon; default shakespeare_char)
@@ -157,7 +157,7 @@ double number_arg(const std::string& name, const std::string& v, double lo, doub
 constexpr const char* kBenchHelp =
     R"(usage: alpha bench cpu [--json] [--kernels] [--gpt2] [--profile]
        alpha bench gpu [--device D] [--config CONFIG] [--set k=v]... [--steps N] [--peak-tflops X] [--json]
-                       [--gemm M,K,N[,ta,tb]]... [--tiles] [--only gemm,kernels,attention,step] [--optim gpu|cpu]
+                       [--gemm M,K,N[,ta,tb]]... [--tiles] [--only gemm,kernels,attention,step,overlap] [--optim gpu|cpu]
                        [--quick]
 
 bench cpu: CPU matmul GFLOP/s at GPT shapes and a transformer block's step time.
@@ -166,7 +166,8 @@ bench cpu: CPU matmul GFLOP/s at GPT shapes and a transformer block's step time.
   --profile   --gpt2 plus one step's milliseconds per CPU op, with input shapes
 bench gpu: Vulkan timings (timestamps, warm-up, medians) for the config's model (default shakespeare_char).
   --gemm      extra GEMM shapes;  --tiles  every cooperative-matrix block tile at every shape
-  --only      a comma list of gemm, kernels, attention, step
+  --only      a comma list of gemm, kernels, attention, step; overlap (only when named: weight gradients
+              beside the backward's memory-bound kernels, no barrier between)
   --optim     the step's optimizer state on the gpu (default) or cpu; optim.name picks adamw or muon
   --steps N   timed training steps (10), after >= 3 warm-up steps and 1 s (the GPU's clocks ramp up)
   --peak-tflops X  the GPU's dense f16 peak, for the step's MFU
@@ -227,8 +228,8 @@ int cmd_bench(const std::vector<std::string>& args) {
   for (size_t b = 0; b < o.only.size();) {  // --only names known sections
     const size_t e = std::min(o.only.find(',', b), o.only.size());
     const std::string sec = o.only.substr(b, e - b);
-    ALPHA_CHECK(sec == "gemm" || sec == "kernels" || sec == "attention" || sec == "step", UsageError,
-                "[cli] --only takes gemm, kernels, attention, step (comma-separated), got \"{}\"", sec);
+    ALPHA_CHECK(sec == "gemm" || sec == "kernels" || sec == "attention" || sec == "step" || sec == "overlap", UsageError,
+                "[cli] --only takes gemm, kernels, attention, step, overlap (comma-separated), got \"{}\"", sec);
     b = e + 1;
   }
   if (o.quick) o.warmup = 1, o.warmup_s = 0, o.steps = 2;

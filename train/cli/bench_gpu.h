@@ -1,0 +1,32 @@
+// Helpers of `alpha bench gpu` shared by its sections' files (train/cli/bench_gpu.cpp, bench_overlap.cpp).
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/bench.h"
+#include "core/tensor.h"
+
+namespace alpha::vk {
+class VulkanBackend;
+}
+
+namespace alpha::bench_gpu {
+
+double median(std::vector<double> v);
+double total_ns(const std::map<std::string, double>& m);
+// Kernel-timestamp ms of fn (median of reps) after warmup calls and warm_s seconds of back-to-back calls.
+double gpu_ms(vk::VulkanBackend& be, const std::function<void()>& fn, int warmup, int reps, double warm_s);
+// Cheap f16 operands (values in +-[1/8, 1/4), from a counter hash), on the host.
+Tensor fill_f16(const Shape& s, uint32_t seed);
+// Median wall ms per call of fn in bursts of ~2e12 / flops back-to-back calls, one sync per burst.
+double burst_wall_ms(vk::VulkanBackend& be, const std::function<void()>& fn, double flops, int bursts);
+
+// --only overlap: weight gradients beside the backward walk's memory-bound kernels (bench_overlap.cpp).
+nlohmann::json bench_overlap(const GpuBenchOptions& o, vk::VulkanBackend& be);
+
+}  // namespace alpha::bench_gpu

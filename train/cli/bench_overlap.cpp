@@ -1,0 +1,115 @@
+// `alpha bench gpu --only overlap`: does a weight gradient hide the backward walk's memory-bound kernels when both
+// run in one epoch (no barrier between them)? Wall ms of whole calls, no per-dispatch timestamps (they serialize
+// dispatches). The deferred weight gradients run after the walk (autograd/tape.h); this measures what moving them
+// into the walk could gain (docs/PERFORMANCE.md, session 36).
+// Dimension legend: B batch, T time, C channels, V vocabulary, BT = B*T rows.
+#include <cmath>
+#include <functional>
+#include <string>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "cli/bench_gpu.h"
+#include "core/ops.h"
+#include "vk/backend.h"
+
+namespace alpha::bench_gpu {
+
+// Named only (not in the default sections). Rows: each kernel alone, then together in the backend's concurrent mode
+// (as the deferred phase runs its products): a dW first, then the memory-bound kernels, or the reverse.
+nlohmann::json bench_overlap(const GpuBenchOptions& o, vk::VulkanBackend& be) {
+  const GPTConfig& mc = o.model;
+  const int64_t BT = o.batch * mc.block_size, C = mc.n_embd;
+  // The walk's operands: h the MLP's hidden (BT, 4C) and g its gradient, dy a C-wide output's gradient, x a
+  // C-wide input, dq the qkv product's gradient (BT, 3C), w LayerNorm's weight (C).
+  const Tensor h = fill_f16({BT, 4 * C}, 11), g = fill_f16({BT, 4 * C}, 12), dy = fill_f16({BT, C}, 13);
+  const Tensor x = fill_f16({BT, C}, 14), dq = fill_f16({BT, 3 * C}, 15), w = fill_f16({C}, 16);
+  const ops::LayerNormOut ln = ops::layernorm(x, w, w, 1e-5);
+  const int64_t B = o.batch, T = mc.block_size, H = mc.n_head, D = C / H;
+  const Tensor qkv = fill_f16({B, T, 3 * C}, 17), dout = fill_f16({B, H, T, D}, 18);
+  const Tensor split = qkv.view({B, T, 3, H, D});
+  auto head = [&](int64_t i) { return split.narrow(2, i, 1).squeeze(2).transpose(1, 2); };
+  const Tensor q = head(0), k = head(1), v = head(2);
+  ops::AttentionParams ap;
+  ap.scale = 1.0 / std::sqrt(double(D));
+  const ops::AttentionOut att = ops::attention(q, k, v, ap);
+  const Tensor dl = fill_f16({BT, mc.vocab_size}, 19);  // the LM head's dlogits
+  auto together = [&be](std::function<void()> fn) {
+    return [&be, fn] {
+      be.set_concurrent(true);
+      fn();
+      be.set_concurrent(false);
+    };
+  };
+  const double f_proj = 2.0 * double(BT) * double(C) * double(4 * C), f_layer = f_proj * 2 + f_proj * 3 / 4 + f_proj / 4;
+  auto dw_proj = [&] { ops::linear_weight_grads(dy, h); };  // (C, 4C) over K = BT, with the bias's sums
+  auto dw_layer = [&] {  // a GPT-2 block's four: proj, fc, qkv, attn proj
+    ops::linear_weight_grads(dy, h);
+    ops::linear_weight_grads(g, x);
+    ops::linear_weight_grads(dq, x);
+    ops::linear_weight_grads(dy, x);
+  };
+  auto dw_head = [&] { ops::matmul_f32(dl, x, true, false); };  // (V, C) over K = BT
+  auto gelu_b = [&] { ops::gelu_backward(g, h); };
+  auto ln_b = [&] { ops::layernorm_backward(dy, x, w, ln.mean, ln.rstd, true, ops::LnGrads::dx); };
+  auto att_b = [&] { ops::attention_backward(dout, q, k, v, att.out, att.lse, ap, true); };
+  const int bursts = o.quick ? 1 : 7;
+  nlohmann::json rows = nlohmann::json::array();
+  // flops: the row's weight-gradient work (0: none; its bursts then hold 200 calls).
+  auto row = [&](const std::string& name, double flops, const std::function<void()>& fn) {
+    const double ms = burst_wall_ms(be, fn, flops > 0 ? flops : 1e10, bursts);
+    rows.push_back({{"name", name}, {"wall_ms", ms}, {"dw_gflop", flops > 0 ? flops / 1e9 : 0.0}});
+  };
+  // No per-dispatch timestamps (as `alpha train` runs): they serialize the dispatches this section overlaps.
+  const bool profiled = be.runtime().queue().profiling();
+  be.set_profiling(false);
+  // Full clock first: the GPU idles while the host fills the operands (session 34).
+  gpu_ms(be, together([&] { dw_head(); dw_layer(); }), 2, 1, o.quick ? 0.0 : 1.5);
+  row("gelu bwd (BT, 4C)", 0, gelu_b);
+  row("layernorm bwd (BT, C)", 0, ln_b);
+  row("dW proj", f_proj, together(dw_proj));
+  row("dW proj, then gelu bwd", f_proj, together([&] { dw_proj(); gelu_b(); }));
+  row("gelu bwd, then dW proj", f_proj, together([&] { gelu_b(); dw_proj(); }));
+  row("dW proj, then layernorm bwd", f_proj, together([&] { dw_proj(); ln_b(); }));
+  row("dW layer", f_layer, together(dw_layer));
+  row("dW layer, then gelu bwd", f_layer, together([&] { dw_layer(); gelu_b(); }));
+  row("dW layer, then gelu + 2 layernorm bwd", f_layer, together([&] { dw_layer(); gelu_b(); ln_b(); ln_b(); }));
+  for (int64_t parts : {4, 8}) {  // the layer's four over a K slice: what a chunked (split-K) schedule would pair
+    const int64_t r = BT / parts;
+    const Tensor hs = h.narrow(0, 0, r), gs = g.narrow(0, 0, r), dys = dy.narrow(0, 0, r), xs = x.narrow(0, 0, r),
+                 dqs = dq.narrow(0, 0, r);
+    auto dw_slice = [&, hs, gs, dys, xs, dqs] {
+      ops::linear_weight_grads(dys, hs);
+      ops::linear_weight_grads(gs, xs);
+      ops::linear_weight_grads(dqs, xs);
+      ops::linear_weight_grads(dys, xs);
+    };
+    const std::string k = fmt::format("dW layer over K/{}", parts);
+    row(k, f_layer / double(parts), together(dw_slice));
+    row(k + ", then gelu + 2 layernorm bwd", f_layer / double(parts), together([&] {
+          dw_slice();
+          gelu_b();
+          ln_b();
+          ln_b();
+        }));
+  }
+  row("attention bwd", 0, att_b);
+  row("dW layer, then attention bwd", f_layer, together([&] { dw_layer(); att_b(); }));
+  row("attention bwd, then dW layer", f_layer, together([&] { att_b(); dw_layer(); }));
+  const double f_head = 2.0 * double(BT) * double(C) * double(mc.vocab_size);
+  const double f_step = f_layer * double(mc.n_layer) + f_head;
+  row("dW head", f_head, together(dw_head));
+  row("dW step: layers, then head", f_step, together([&] {
+        for (int l = 0; l < mc.n_layer; ++l) dw_layer();
+        dw_head();
+      }));
+  row("dW step: head, then layers", f_step, together([&] {
+        dw_head();
+        for (int l = 0; l < mc.n_layer; ++l) dw_layer();
+      }));
+  be.set_profiling(profiled);
+  return rows;
+}
+
+}  // namespace alpha::bench_gpu
