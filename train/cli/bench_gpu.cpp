@@ -98,10 +98,24 @@ double burst_wall_ms(vk::VulkanBackend& be, const std::function<void()>& fn, dou
   return median(t);
 }
 
+AttentionCase attention_case(const GPTConfig& mc, int64_t batch, Tensor qkv, Tensor dout) {
+  const int64_t B = batch, T = mc.block_size, H = mc.n_head, C = mc.n_embd, D = C / H;
+  AttentionCase a{std::move(qkv), std::move(dout), {}, {}, {}, {}};
+  const Tensor split = a.qkv.view({B, T, 3, H, D});
+  auto head = [&](int64_t i) { return split.narrow(2, i, 1).squeeze(2).transpose(1, 2); };
+  a.q = head(0);
+  a.k = head(1);
+  a.v = head(2);
+  a.ap.scale = 1.0 / std::sqrt(double(D));
+  return a;
+}
+
 }  // namespace bench_gpu
 
 namespace {
 
+using bench_gpu::attention_case;
+using bench_gpu::AttentionCase;
 using bench_gpu::burst_wall_ms;
 using bench_gpu::fill_f16;
 using bench_gpu::gpu_ms;
@@ -242,12 +256,10 @@ nlohmann::json bench_attention(const GpuBenchOptions& o, vk::VulkanBackend& be, 
   const GPTConfig& mc = o.model;
   const int64_t B = o.batch, T = mc.block_size, H = mc.n_head, C = mc.n_embd, D = C / H;
   const DType dt = mc.f16 ? DType::f16 : DType::f32;
-  const Tensor qkv = ops::cast(randn({B, T, 3 * C}, rng), dt), dout = ops::cast(randn({B, H, T, D}, rng), dt);
-  const Tensor split = qkv.view({B, T, 3, H, D});
-  auto head = [&](int64_t i) { return split.narrow(2, i, 1).squeeze(2).transpose(1, 2); };
-  const Tensor q = head(0), k = head(1), v = head(2);
-  ops::AttentionParams ap;
-  ap.scale = 1.0 / std::sqrt(double(D));
+  const AttentionCase ac =
+      attention_case(mc, B, ops::cast(randn({B, T, 3 * C}, rng), dt), ops::cast(randn({B, H, T, D}, rng), dt));
+  const Tensor &q = ac.q, &k = ac.k, &v = ac.v, &dout = ac.dout;
+  const ops::AttentionParams& ap = ac.ap;
   const ops::AttentionOut fwd = ops::attention(q, k, v, ap);
   const double flops = 4.0 * double(B * H) * double(T) * double(T) * double(D) / 2;  // causal: half the pairs
   const int bursts = o.quick ? 1 : 7;

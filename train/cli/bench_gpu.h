@@ -9,7 +9,9 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/bench.h"
+#include "core/ops.h"
 #include "core/tensor.h"
+#include "model/gpt.h"
 
 namespace alpha::vk {
 class VulkanBackend;
@@ -25,6 +27,14 @@ double gpu_ms(vk::VulkanBackend& be, const std::function<void()>& fn, int warmup
 Tensor fill_f16(const Shape& s, uint32_t seed);
 // Median wall ms per call of fn in bursts of ~2e12 / flops back-to-back calls, one sync per burst.
 double burst_wall_ms(vk::VulkanBackend& be, const std::function<void()>& fn, double flops, int bursts);
+
+// The GPT's attention operands: q, k, v the head views (B, H, T, D) of one (B, T, 3C) projection qkv, as in the
+// model; dout (B, H, T, D); ap the model's scale.
+struct AttentionCase {
+  Tensor qkv, dout, q, k, v;
+  ops::AttentionParams ap;
+};
+AttentionCase attention_case(const GPTConfig& mc, int64_t batch, Tensor qkv, Tensor dout);
 
 // --only overlap: weight gradients beside the backward walk's memory-bound kernels (bench_overlap.cpp).
 nlohmann::json bench_overlap(const GpuBenchOptions& o, vk::VulkanBackend& be);

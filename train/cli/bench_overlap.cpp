@@ -3,7 +3,6 @@
 // dispatches). The deferred weight gradients run after the walk (autograd/tape.h); this measures what moving them
 // into the walk could gain (docs/PERFORMANCE.md, session 36).
 // Dimension legend: B batch, T time, C channels, V vocabulary, BT = B*T rows.
-#include <cmath>
 #include <functional>
 #include <string>
 
@@ -27,13 +26,8 @@ nlohmann::json bench_overlap(const GpuBenchOptions& o, vk::VulkanBackend& be) {
   const Tensor x = fill_f16({BT, C}, 14), dq = fill_f16({BT, 3 * C}, 15), w = fill_f16({C}, 16);
   const ops::LayerNormOut ln = ops::layernorm(x, w, w, 1e-5);
   const int64_t B = o.batch, T = mc.block_size, H = mc.n_head, D = C / H;
-  const Tensor qkv = fill_f16({B, T, 3 * C}, 17), dout = fill_f16({B, H, T, D}, 18);
-  const Tensor split = qkv.view({B, T, 3, H, D});
-  auto head = [&](int64_t i) { return split.narrow(2, i, 1).squeeze(2).transpose(1, 2); };
-  const Tensor q = head(0), k = head(1), v = head(2);
-  ops::AttentionParams ap;
-  ap.scale = 1.0 / std::sqrt(double(D));
-  const ops::AttentionOut att = ops::attention(q, k, v, ap);
+  const AttentionCase ac = attention_case(mc, B, fill_f16({B, T, 3 * C}, 17), fill_f16({B, H, T, D}, 18));
+  const ops::AttentionOut att = ops::attention(ac.q, ac.k, ac.v, ac.ap);
   const Tensor dl = fill_f16({BT, mc.vocab_size}, 19);  // the LM head's dlogits
   auto together = [&be](std::function<void()> fn) {
     return [&be, fn] {
@@ -53,7 +47,7 @@ nlohmann::json bench_overlap(const GpuBenchOptions& o, vk::VulkanBackend& be) {
   auto dw_head = [&] { ops::matmul_f32(dl, x, true, false); };  // (V, C) over K = BT
   auto gelu_b = [&] { ops::gelu_backward(g, h); };
   auto ln_b = [&] { ops::layernorm_backward(dy, x, w, ln.mean, ln.rstd, true, ops::LnGrads::dx); };
-  auto att_b = [&] { ops::attention_backward(dout, q, k, v, att.out, att.lse, ap, true); };
+  auto att_b = [&] { ops::attention_backward(ac.dout, ac.q, ac.k, ac.v, att.out, att.lse, ac.ap, true); };
   const int bursts = o.quick ? 1 : 7;
   nlohmann::json rows = nlohmann::json::array();
   // flops: the row's weight-gradient work (0: none; its bursts then hold 200 calls).
@@ -93,6 +87,33 @@ nlohmann::json bench_overlap(const GpuBenchOptions& o, vk::VulkanBackend& be) {
           ln_b();
           ln_b();
         }));
+  }
+  // Two half batches' chains interleaved one kernel apart: each epoch then holds one chain's GEMM and the other's
+  // memory-bound pass (the queue's hazards place the barriers), against the whole batch's chain. The chain: the MLP
+  // half of a block forward, fc (+bias) -> GELU -> proj (+bias) -> LayerNorm, n_layer times.
+  {
+    const Tensor wfc = fill_f16({4 * C, C}, 20), bfc = fill_f16({4 * C}, 21), wpr = fill_f16({C, 4 * C}, 22);
+    const Tensor bpr = fill_f16({C}, 23);
+    using Step = std::function<Tensor(const Tensor&)>;
+    const std::vector<Step> steps = {
+        [&](const Tensor& t) { return ops::linear(t, wfc, bfc); },  // (R, C) -> (R, 4C)
+        [&](const Tensor& t) { return ops::gelu(t); },
+        [&](const Tensor& t) { return ops::linear(t, wpr, bpr); },  // (R, 4C) -> (R, C)
+        [&](const Tensor& t) { return ops::layernorm(t, w, w, 1e-5).y; }};
+    const int64_t n = int64_t(steps.size()) * mc.n_layer;
+    const double f_chain = 2.0 * f_proj * double(mc.n_layer);
+    row("MLP chain, whole batch", f_chain, [&] {
+      Tensor t = x;
+      for (int64_t i = 0; i < n; ++i) t = steps[size_t(i % 4)](t);
+    });
+    const Tensor xa = fill_f16({BT / 2, C}, 24), xb = fill_f16({BT / 2, C}, 25);
+    row("MLP chain, two half batches one kernel apart", f_chain, [&] {
+      Tensor a = xa, b = xb;
+      for (int64_t i = 0; i <= n; ++i) {
+        if (i < n) a = steps[size_t(i % 4)](a);
+        if (i > 0) b = steps[size_t((i - 1) % 4)](b);
+      }
+    });
   }
   row("attention bwd", 0, att_b);
   row("dW layer, then attention bwd", f_layer, together([&] { dw_layer(); att_b(); }));
