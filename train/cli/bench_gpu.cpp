@@ -129,8 +129,6 @@ Tensor randn(const Shape& s, Rng& rng, double scale = 1.0) {
   return t;
 }
 
-
-
 // Full-load seconds before each GEMM / kernel row: 0.5, none with --quick (no warm-up time).
 double row_warm_s(const GpuBenchOptions& o) { return o.warmup_s > 0 ? 0.5 : 0.0; }
 
@@ -437,7 +435,7 @@ nlohmann::json bench_kernels(const GpuBenchOptions& o, vk::VulkanBackend& be, Rn
   return rows;
 }
 
-// --only: the sections to run (comma-separated gemm, kernels, attention, step; empty = all).
+// --only: the sections to run (comma-separated gemm, kernels, attention, step; empty = all; overlap only if named).
 bool want(const GpuBenchOptions& o, const std::string& section) {
   return o.only.empty() || ("," + o.only + ",").find("," + section + ",") != std::string::npos;
 }
@@ -464,7 +462,7 @@ void print_gpu_bench(const GpuBenchOptions& o, const nlohmann::json& out, const 
                   k["gb_s"].get<double>());
   }
   if (out.contains("overlap")) {
-    std::printf("\nweight gradients beside the walk's kernels, no barrier between (wall ms per call):\n");
+    std::printf("\noverlap: weight gradients beside the walk's kernels; half batches interleaved (wall ms per call):\n");
     for (const auto& r : out["overlap"])
       std::printf("  %-44s %8.4f\n", r["name"].get<std::string>().c_str(), r["wall_ms"].get<double>());
   }

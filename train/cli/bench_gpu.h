@@ -36,7 +36,8 @@ struct AttentionCase {
 };
 AttentionCase attention_case(const GPTConfig& mc, int64_t batch, Tensor qkv, Tensor dout);
 
-// --only overlap: weight gradients beside the backward walk's memory-bound kernels (bench_overlap.cpp).
+// --only overlap: weight gradients beside the backward walk's memory-bound kernels, and half batches interleaved
+// (bench_overlap.cpp).
 nlohmann::json bench_overlap(const GpuBenchOptions& o, vk::VulkanBackend& be);
 
 }  // namespace alpha::bench_gpu

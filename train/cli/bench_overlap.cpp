@@ -1,7 +1,8 @@
 // `alpha bench gpu --only overlap`: does a weight gradient hide the backward walk's memory-bound kernels when both
 // run in one epoch (no barrier between them)? Wall ms of whole calls, no per-dispatch timestamps (they serialize
 // dispatches). The deferred weight gradients run after the walk (autograd/tape.h); this measures what moving them
-// into the walk could gain (docs/PERFORMANCE.md, session 36).
+// into the walk could gain; and two half batches' chains interleaved one kernel apart against the whole batch's
+// (docs/PERFORMANCE.md, session 36).
 // Dimension legend: B batch, T time, C channels, V vocabulary, BT = B*T rows.
 #include <functional>
 #include <string>
@@ -36,14 +37,17 @@ nlohmann::json bench_overlap(const GpuBenchOptions& o, vk::VulkanBackend& be) {
       be.set_concurrent(false);
     };
   };
-  const double f_proj = 2.0 * double(BT) * double(C) * double(4 * C), f_layer = f_proj * 2 + f_proj * 3 / 4 + f_proj / 4;
+  // proj's dW; a block's four (proj, fc, qkv, attn proj) are 1 + 1 + 3/4 + 1/4 of its flops.
+  const double f_proj = 2.0 * double(BT) * double(C) * double(4 * C), f_layer = 3.0 * f_proj;
   auto dw_proj = [&] { ops::linear_weight_grads(dy, h); };  // (C, 4C) over K = BT, with the bias's sums
-  auto dw_layer = [&] {  // a GPT-2 block's four: proj, fc, qkv, attn proj
-    ops::linear_weight_grads(dy, h);
-    ops::linear_weight_grads(g, x);
-    ops::linear_weight_grads(dq, x);
-    ops::linear_weight_grads(dy, x);
+  // A block's four weight gradients (with their biases' sums) over the rows of the operands given.
+  auto dw_four = [](const Tensor& dy_, const Tensor& h_, const Tensor& g_, const Tensor& x_, const Tensor& dq_) {
+    ops::linear_weight_grads(dy_, h_);  // proj (C, 4C)
+    ops::linear_weight_grads(g_, x_);   // fc (4C, C)
+    ops::linear_weight_grads(dq_, x_);  // qkv (3C, C)
+    ops::linear_weight_grads(dy_, x_);  // attn proj (C, C)
   };
+  auto dw_layer = [&] { dw_four(dy, h, g, x, dq); };
   auto dw_head = [&] { ops::matmul_f32(dl, x, true, false); };  // (V, C) over K = BT
   auto gelu_b = [&] { ops::gelu_backward(g, h); };
   auto ln_b = [&] { ops::layernorm_backward(dy, x, w, ln.mean, ln.rstd, true, ops::LnGrads::dx); };
@@ -71,13 +75,8 @@ nlohmann::json bench_overlap(const GpuBenchOptions& o, vk::VulkanBackend& be) {
   row("dW layer, then gelu + 2 layernorm bwd", f_layer, together([&] { dw_layer(); gelu_b(); ln_b(); ln_b(); }));
   for (int64_t parts : {4, 8}) {  // the layer's four over a K slice: what a chunked (split-K) schedule would pair
     const int64_t r = BT / parts;
-    const Tensor hs = h.narrow(0, 0, r), gs = g.narrow(0, 0, r), dys = dy.narrow(0, 0, r), xs = x.narrow(0, 0, r),
-                 dqs = dq.narrow(0, 0, r);
-    auto dw_slice = [&, hs, gs, dys, xs, dqs] {
-      ops::linear_weight_grads(dys, hs);
-      ops::linear_weight_grads(gs, xs);
-      ops::linear_weight_grads(dqs, xs);
-      ops::linear_weight_grads(dys, xs);
+    auto dw_slice = [&, r] {
+      dw_four(dy.narrow(0, 0, r), h.narrow(0, 0, r), g.narrow(0, 0, r), x.narrow(0, 0, r), dq.narrow(0, 0, r));
     };
     const std::string k = fmt::format("dW layer over K/{}", parts);
     row(k, f_layer / double(parts), together(dw_slice));

@@ -167,7 +167,7 @@ bench cpu: CPU matmul GFLOP/s at GPT shapes and a transformer block's step time.
 bench gpu: Vulkan timings (timestamps, warm-up, medians) for the config's model (default shakespeare_char).
   --gemm      extra GEMM shapes;  --tiles  every cooperative-matrix block tile at every shape
   --only      a comma list of gemm, kernels, attention, step; overlap (only when named: weight gradients
-              beside the backward's memory-bound kernels, no barrier between)
+              beside the backward's memory-bound kernels, no barrier between; half batches interleaved)
   --optim     the step's optimizer state on the gpu (default) or cpu; optim.name picks adamw or muon
   --steps N   timed training steps (10), after >= 3 warm-up steps and 1 s (the GPU's clocks ramp up)
   --peak-tflops X  the GPU's dense f16 peak, for the step's MFU
