@@ -37,6 +37,15 @@ int train(const TempDir& d, std::vector<std::string> sets, std::string* err) {
   return cli(args, err);
 }
 
+// Two runs' step losses, CPU and GPU optimizer: n each, equal within 1e-5 relative, and falling (it learned).
+void check_losses_match(const fs::path& ma, const fs::path& mb, size_t n) {
+  const auto la = records(ma, "step", "loss"), lb = records(mb, "step", "loss");
+  REQUIRE(la.size() == n);
+  REQUIRE(lb.size() == n);
+  for (size_t i = 0; i < la.size(); ++i) CHECK(std::abs(la[i] - lb[i]) <= 1e-5 * std::abs(la[i]));
+  CHECK(la.back() < la.front() - 0.1);
+}
+
 }  // namespace
 
 TEST_CASE("optim.device gpu: a tiny GPT trains 20 steps on lavapipe like optim.device cpu, one host read per step") {
@@ -53,11 +62,7 @@ TEST_CASE("optim.device gpu: a tiny GPT trains 20 steps on lavapipe like optim.d
   REQUIRE_MESSAGE(train(a, with("cpu"), &err) == kExitOk, err);
   REQUIRE_MESSAGE(train(b, with("gpu"), &err) == kExitOk, err);
   const fs::path ma = a.path / "run" / "metrics.jsonl", mb = b.path / "run" / "metrics.jsonl";
-  const auto la = records(ma, "step", "loss"), lb = records(mb, "step", "loss");
-  REQUIRE(la.size() == 20);
-  REQUIRE(lb.size() == 20);
-  for (size_t i = 0; i < la.size(); ++i) CHECK(std::abs(la[i] - lb[i]) <= 1e-5 * std::abs(la[i]));
-  CHECK(la.back() < la.front() - 0.1);  // it learned
+  check_losses_match(ma, mb, 20);
   const auto ga = records(ma, "step", "grad_norm"), gb = records(mb, "step", "grad_norm");
   for (size_t i = 0; i < ga.size(); ++i) CHECK(std::abs(ga[i] - gb[i]) <= 1e-4 * ga[i]);
   const auto ta = checkpoint_tensors(a.path / "run", 20), tb = checkpoint_tensors(b.path / "run", 20);
@@ -224,11 +229,7 @@ TEST_CASE("f16 with optim.device gpu: losses and loss scale as with optim.device
     REQUIRE_MESSAGE(train(dev == std::string("cpu") ? a : b, s, &err) == kExitOk, err);
   }
   const fs::path ma = a.path / "run" / "metrics.jsonl", mb = b.path / "run" / "metrics.jsonl";
-  const auto la = records(ma, "step", "loss"), lb = records(mb, "step", "loss");
-  REQUIRE(la.size() == 12);
-  REQUIRE(lb.size() == 12);
-  for (size_t i = 0; i < la.size(); ++i) CHECK(std::abs(la[i] - lb[i]) <= 1e-5 * std::abs(la[i]));
-  CHECK(la.back() < la.front() - 0.1);  // it learned
+  check_losses_match(ma, mb, 12);
   for (const fs::path& m : {ma, mb}) {
     CAPTURE(m);
     const auto scales = records(m, "step", "loss_scale"), skips = records(m, "step", "loss_scale_skips");
