@@ -89,7 +89,6 @@
 #if STAGES == 2 && !PREFETCH
 #error "two shared stages need the register prefetch"
 #endif
-#define GROUP_M 8               // tiles per column band of the workgroup walk
 #define NT (32 * SG_M * SG_N)   // invocations
 #define BM (SG_M * FM * 16)
 #define BN (SG_N * FN * 16)
@@ -156,6 +155,11 @@
 layout(local_size_x = NT) in;
 layout(constant_id = 0) const bool TRANS_A = false;
 layout(constant_id = 1) const bool TRANS_B = false;
+#ifndef WALK_SC
+#define GROUP_M 8  // tiles per column band of the walk (an H100's 4096^3: 8 304 TFLOP/s, 4 192, 16 193, 32 104)
+#else
+layout(constant_id = 2) const uint GROUP_M = 8u;  // the walk twins': `alpha bench gpu --tiles --walks` sweeps it
+#endif
 layout(push_constant) uniform Push { MatmulPC p; };
 
 #ifdef VEC8

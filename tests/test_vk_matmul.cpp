@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 
 #include "autograd/ops.h"
 #include "autograd/tape.h"
@@ -283,6 +284,26 @@ TEST_CASE("vk matmul coopmat block tiles: every 16-byte-load f16 tile matches th
                          fmt::format("tile {} f16 {} x {}x{}x{} ta={} tb={}", t.name, c.nb, c.M, c.K, c.N, ta, tb));
           }
     }
+  // The walk's band height orders the tiles and nothing else: each walk twin gives its tile's bits at every band
+  // height (products of several bands and a partial last band, a long K, a batch).
+  for (const vk::CmTile& t : vk::cm_trials()) {
+    if (!t.walk) continue;
+    const std::string base_name = std::string(t.name).substr(0, std::strlen(t.name) - 2);  // without "_w"
+    for (const Case& c : {Case{1, 1032, 72, 2056}, Case{2, 264, 4168, 520}}) {
+      const Tensor a = ops::cast(randn({c.nb, c.M, c.K}, 520), DType::f16);
+      const Tensor b = ops::cast(randn({c.nb, c.K, c.N}, 521), DType::f16);
+      gpu().set_cm_tile(base_name);
+      const Tensor base = on_gpu([&] { return ops::matmul(a, b, false, false); });
+      gpu().set_cm_tile(t.name);
+      for (const uint32_t w : {0u, 1u, 3u, 16u, 65535u}) {
+        gpu().set_cm_walk(w);
+        CHECK(gpu().cm_walk() == (w == 0 ? vk::kCmWalk : w));
+        expect_close(on_gpu([&] { return ops::matmul(a, b, false, false); }), base, 0, 0,
+                     fmt::format("{} walk {} {}x{}x{} (bitwise as {})", t.name, w, c.M, c.K, c.N, base_name));
+      }
+      gpu().set_cm_walk(0);
+    }
+  }
   // A forced tile without the f32-output variant refuses an f32-output product by name (no missing pipeline).
   gpu().set_cm_tile(vk::cm_trials()[0].name);
   const Tensor a = ops::cast(randn({64, 32}, 510), DType::f16), b = ops::cast(randn({32, 64}, 511), DType::f16);
@@ -290,6 +311,20 @@ TEST_CASE("vk matmul coopmat block tiles: every 16-byte-load f16 tile matches th
   gpu().set_cm_tile("");
   gpu().set_matmul_mode(vk::matmul_mode_from_env());
   expect_clean();
+}
+
+TEST_CASE("ALPHA_VK_CM_WALK: unset is the default band, 1 to 65535 tiles replace it, anything else is an error") {
+  unsetenv("ALPHA_VK_CM_WALK");
+  CHECK(vk::cm_walk_from_env() == vk::kCmWalk);
+  setenv("ALPHA_VK_CM_WALK", "12", 1);
+  CHECK(vk::cm_walk_from_env() == 12);
+  for (const char* bad : {"0", "-5", "12x", "lots", "65536"}) {
+    setenv("ALPHA_VK_CM_WALK", bad, 1);
+    CHECK_THROWS_WITH_AS(vk::cm_walk_from_env(), doctest::Contains("ALPHA_VK_CM_WALK"), ValueError);
+  }
+  unsetenv("ALPHA_VK_CM_WALK");
+  GpuScope g;
+  CHECK_THROWS_AS(gpu().set_cm_walk(65536), ValueError);
 }
 
 TEST_CASE("ALPHA_VK_SPLIT_TARGET: unset is the default target, a positive count replaces it, anything else is an error") {

@@ -31,6 +31,7 @@ struct CmTile {
   const char* name;
   int64_t bm, bn, bk;
   bool f32out = true;  // has the f32-output variant (split-K partials, weight gradients); else f16 out, whole K
+  bool walk = false;   // the walk's band height is a specialization constant (WALK_SC; VulkanBackend::set_cm_walk)
 };
 std::span<const CmTile> cm_tiles();
 std::span<const CmTile> cm_traces();  // per-step clock traces (ALPHA_VK_TILE_TRACE=1)
@@ -42,6 +43,10 @@ std::span<const CmTile> cm_trials();  // trial tiles (`alpha bench gpu --tiles`)
 // ALPHA_VK_CM_TILE=<name> forces one tile for every product (sweeps, tests); empty = chosen per shape.
 std::string cm_tile_from_env();
 bool profile_shapes_from_env();  // ALPHA_VK_PROFILE_SHAPES=1
+// The coopmat GEMMs' workgroup walk: column bands of this many tiles (spirv/matmul_cm.comp GROUP_M). The trial twins
+// with `walk` take it as a specialization constant: ALPHA_VK_CM_WALK=<tiles> (or set_cm_walk) sets theirs, for sweeps.
+constexpr uint32_t kCmWalk = 8;
+uint32_t cm_walk_from_env();
 // The rows of the single product a batched matmul runs as (vk/matmul.cpp): M nb where a's nb row-major M x lda
 // matrices lie back to back (batch stride sa = M lda) against one b (stride sb = 0); 0 otherwise.
 int64_t flat_rows(int64_t M, int64_t lda, int64_t nb, int64_t sa, int64_t sb, bool ta);
@@ -105,6 +110,8 @@ class VulkanBackend : public Backend {
   void set_split_target(int64_t groups) { split_target_ = groups; }
   int64_t split_target() const { return split_target_ > 0 ? split_target_ : kTargetGroupsCmF32; }
   void set_concurrent(bool on) override;  // also holds the lazy queue: one submission for the concurrent products
+  void set_cm_walk(uint32_t band);  // 0 = kCmWalk; else the walk twins' band height
+  uint32_t cm_walk() const { return cm_walk_; }
   void set_cm_tile(std::string name);  // "" = by shape; else a kCmTiles name (throws ValueError otherwise)
   // K slices for split-K (1 = none): enough bm x bn workgroups to fill the GPU, slices >= kMinSplitK deep.
   // f32_out: the product leaves in f32 (coopmat: split_target(); else kTargetGroupsCm, each split adding a pass).
@@ -243,6 +250,7 @@ class VulkanBackend : public Backend {
   MatmulMode matmul_mode_ = matmul_mode_from_env();
   std::string cm_tile_ = cm_tile_from_env();
   bool profile_shapes_ = profile_shapes_from_env();
+  uint32_t cm_walk_ = cm_walk_from_env();
   int64_t split_target_ = split_target_from_env();
   bool concurrent_ = false;  // set_concurrent: coopmat f32-out products take whole K on their fastest tile
   // Second passes of concurrent work (LayerNorm's dw/db chunk sums), recorded when the concurrent phase ends: after

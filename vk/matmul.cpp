@@ -52,7 +52,11 @@ constexpr CmTile kCmProbes[] = {
     {"128x128w4k64s1_pnoload", 128, 128, 64}, {"128x128w4k64s1_pnosts", 128, 128, 64}};
 
 // Trial tiles, timed in `alpha bench gpu --tiles` and checked by test_vk: f16 outputs of one K slice only.
-constexpr CmTile kCmTrials[] = {{"160x128w4k64s1p0f", 160, 128, 64, false}};
+// The _w twins of the per-shape tiles take the walk's band height as a specialization constant (`--tiles --walks`).
+constexpr CmTile kCmTrials[] = {{"160x128w4k64s1p0f", 160, 128, 64, false},
+                                {"128x128w4k64s1p0_w", 128, 128, 64, false, true},
+                                {"128x128w4k64s1p0f_w", 128, 128, 64, false, true},
+                                {"192x128w4k64s1p0_w", 192, 128, 64, false, true}};
 
 // Traces of the p0 tiles (ALPHA_VK_TILE_TRACE=1; per-step clocks written over C by design).
 constexpr CmTile kCmTraces[] = {{"128x128w4k64s1p0_ptrace", 128, 128, 64},
@@ -84,6 +88,21 @@ std::string cm_tile_from_env() {
   const char* e = std::getenv("ALPHA_VK_CM_TILE");
   if (!e || !*e || std::strcmp(e, "auto") == 0) return "";
   return tile_named(e).name;
+}
+
+uint32_t cm_walk_from_env() {
+  const char* e = std::getenv("ALPHA_VK_CM_WALK");
+  if (!e || !*e) return kCmWalk;
+  char* end = nullptr;
+  const long long v = std::strtoll(e, &end, 10);
+  if (*end != '\0' || v < 1 || v > 65535)
+    throw ValueError(fmt::format("[vk] ALPHA_VK_CM_WALK='{}' is not a band height of 1 to 65535 tiles", e));
+  return uint32_t(v);
+}
+
+void VulkanBackend::set_cm_walk(uint32_t band) {
+  ALPHA_CHECK(band <= 65535, ValueError, "[vk] coopmat walk band {} is not 0 (the default) to 65535 tiles", band);
+  cm_walk_ = band == 0 ? kCmWalk : band;
 }
 
 void VulkanBackend::set_cm_tile(std::string name) { cm_tile_ = name.empty() ? "" : tile_named(name).name; }
@@ -272,17 +291,21 @@ Tensor VulkanBackend::matmul_out(const Tensor& a, const Tensor& b, bool ta, bool
   const double flops = 2.0 * double(nb) * double(Mrun) * double(N) * double(K);
   const std::string variant = ct ? kernel + "_vec8_" + ct->name : kernel;
   const auto label = [&](const std::string& k) { return shape_label(k, Mrun, K, N, ta, tb, splits); };
+  // Specialization: the transposes, and for the walk twins the walk's band height.
+  const uint32_t spec[] = {ta ? 1u : 0u, tb ? 1u : 0u, cm_walk_};
+  const std::span<const uint32_t> sp(spec, ct && ct->walk ? 3 : 2);
   if (splits == 1) {
     const std::string k = f32_from_f16 ? variant + "_f32out" : variant;
-    rt_->run(k, {ta ? 1u : 0u, tb ? 1u : 0u}, {{bufa, false}, {bufb, false}, {Runtime::buffer_of(out), true}}, pc,
-             groups, flops, label(k));
+    const Binding bs[] = {{bufa, false}, {bufb, false}, {Runtime::buffer_of(out), true}};
+    rt_->run(k, sp, bs, pc, groups, flops, label(k));
     return out;
   }
   // (nb, splits, M, N) f32 partials -> (nb, M, N) sums over the splits in order; f16 outputs round once at the end.
   const bool f16_out = out_dtype == DType::f16;
   const auto part = rt_->scratch(uint64_t(nb * splits * Mrun * N) * 4);
   const std::string k = f16_in ? variant + "_f32out" : variant;
-  rt_->run(k, {ta ? 1u : 0u, tb ? 1u : 0u}, {{bufa, false}, {bufb, false}, {part, true}}, pc, groups, flops, label(k));
+  const Binding bs[] = {{bufa, false}, {bufb, false}, {part, true}};
+  rt_->run(k, sp, bs, pc, groups, flops, label(k));
   const auto sums = f16_out ? rt_->scratch(uint64_t(nb * Mrun * N) * 4) : Runtime::buffer_of(out);
   record_sum(part, sums, uint32_t(nb), uint32_t(splits), uint32_t(Mrun * N), 1.0f);
   if (f16_out) record_cast(sums, Runtime::buffer_of(out), uint32_t(nb * Mrun * N), true);

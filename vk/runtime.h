@@ -64,12 +64,16 @@ class Runtime {
   // Records kernel `name` with specialization constants `spec` (spec[0] is the workgroup size x).
   // label: the dispatch's name in the per-kernel GPU times when profiling (default: the kernel's name).
   template <class PC>
-  void run(const std::string& name, std::initializer_list<uint32_t> spec, std::span<const Binding> bindings,
+  void run(const std::string& name, std::span<const uint32_t> spec, std::span<const Binding> bindings,
            const PC& push, std::array<uint32_t, 3> groups, double work, std::string_view label = {}) {
-    const ComputePipeline& p =
-        pipelines_->get(name, {spec.begin(), spec.size()}, static_cast<uint32_t>(bindings.size()), sizeof(PC));
+    const ComputePipeline& p = pipelines_->get(name, spec, static_cast<uint32_t>(bindings.size()), sizeof(PC));
     if (count_kernels_) ++kernel_counts_[name];
     queue_->dispatch(p, bindings, &push, groups, work, label.empty() ? std::string_view(name) : label);
+  }
+  template <class PC>
+  void run(const std::string& name, std::initializer_list<uint32_t> spec, std::span<const Binding> bindings,
+           const PC& push, std::array<uint32_t, 3> groups, double work, std::string_view label = {}) {
+    run(name, std::span<const uint32_t>(spec.begin(), spec.size()), bindings, push, groups, work, label);
   }
   template <class PC>
   void run(const std::string& name, std::initializer_list<uint32_t> spec, std::initializer_list<Binding> bindings,

@@ -168,7 +168,8 @@ double burst_ms(vk::VulkanBackend& be, const std::function<void()>& fn, double f
 }
 
 // --tiles: every coopmat block tile (vk::cm_tiles) and the per-shape choice ("auto") on f16 operands, f16 out.
-nlohmann::json bench_gemm_tiles(vk::VulkanBackend& be, const std::vector<GemmCase>& cases, bool quick) {
+nlohmann::json bench_gemm_tiles(vk::VulkanBackend& be, const std::vector<GemmCase>& cases, bool quick,
+                                const std::vector<uint32_t>& walks) {
   ALPHA_CHECK(be.runtime().device().features().nv_coopmat_f16, ValueError,
               "[bench] --tiles needs NV cooperative matrices (the coopmat kernels); this device has none");
   {  // ~1 s of work first, so the GPU runs at its working clocks before the first row
@@ -213,6 +214,12 @@ nlohmann::json bench_gemm_tiles(vk::VulkanBackend& be, const std::vector<GemmCas
     }
     for (const vk::CmTile& t : vk::cm_tiles()) row["tiles"][t.name] = time_tile(c, a, b, t.name);
     for (const vk::CmTile& t : vk::cm_trials()) row["trials"][t.name] = time_tile(c, a, b, t.name);  // f16, whole K
+    for (const vk::CmTile& t : vk::cm_trials())  // --walks: each walk twin at each band height (same tile, other order)
+      for (const uint32_t w : t.walk ? walks : std::vector<uint32_t>{}) {
+        be.set_cm_walk(w);
+        row["walks"][t.name][std::to_string(w)] = time_tile(c, a, b, t.name);
+        be.set_cm_walk(0);
+      }
     if (c.ta)  // the weight-gradient layout: also each tile with f32 out (split-K partials), as training runs it
       for (const vk::CmTile& t : vk::cm_tiles())
         if (t.f32out) row["tiles_f32out"][t.name] = time_tile(c, a, b, t.name, true);
@@ -523,7 +530,7 @@ void run_gpu_bench(const GpuBenchOptions& o) {
   if (!custom.empty()) cases = custom;
   std::vector<Mode> modes = gemm_modes(feat);
   if (o.tiles) {
-    out["gemm"] = bench_gemm_tiles(*be, cases, o.quick);
+    out["gemm"] = bench_gemm_tiles(*be, cases, o.quick, o.walks);
     for (bool f16 : {false, true})  // the accumulator's and the f16 operand's element layout, (row, col) per lane
       if (const auto probe = be->coopmat_layout_probe(f16); !probe.empty()) {
         nlohmann::json lanes = nlohmann::json::array();

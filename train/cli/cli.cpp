@@ -1,5 +1,6 @@
 #include "cli/cli.h"
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -157,8 +158,8 @@ double number_arg(const std::string& name, const std::string& v, double lo, doub
 constexpr const char* kBenchHelp =
     R"(usage: alpha bench cpu [--json] [--kernels] [--gpt2] [--profile]
        alpha bench gpu [--device D] [--config CONFIG] [--set k=v]... [--steps N] [--peak-tflops X] [--json]
-                       [--gemm M,K,N[,ta,tb]]... [--tiles] [--only gemm,kernels,attention,step,overlap] [--optim gpu|cpu]
-                       [--quick]
+                       [--gemm M,K,N[,ta,tb]]... [--tiles [--walks B,B...]] [--only gemm,kernels,attention,step,overlap]
+                       [--optim gpu|cpu] [--quick]
 
 bench cpu: CPU matmul GFLOP/s at GPT shapes and a transformer block's step time.
   --kernels   per-kernel GB/s and GFLOP/s against this CPU's memory and FMA peaks
@@ -166,6 +167,7 @@ bench cpu: CPU matmul GFLOP/s at GPT shapes and a transformer block's step time.
   --profile   --gpt2 plus one step's milliseconds per CPU op, with input shapes
 bench gpu: Vulkan timings (timestamps, warm-up, medians) for the config's model (default shakespeare_char).
   --gemm      extra GEMM shapes;  --tiles  every cooperative-matrix block tile at every shape
+  --walks     with --tiles: the per-shape tiles' walk twins also at each band height of the workgroup walk (8 on main)
   --only      a comma list of gemm, kernels, attention, step; overlap (only when named: weight gradients
               beside the backward's memory-bound kernels, no barrier between; half batches interleaved)
   --optim     the step's optimizer state on the gpu (default) or cpu; optim.name picks adamw or muon
@@ -209,6 +211,16 @@ int cmd_bench(const std::vector<std::string>& args) {
     else if (a == "--set") overrides.push_back(value());
     else if (a == "--gemm") o.gemm.push_back(value());
     else if (a == "--tiles") o.tiles = true;
+    else if (a == "--walks") {  // comma-separated band heights
+      const std::string& v = value();
+      for (size_t b = 0; b <= v.size();) {
+        const size_t e = std::min(v.find(',', b), v.size());
+        const double w = number_arg(a, v.substr(b, e - b), 1, 65535);
+        ALPHA_CHECK(w == std::floor(w), UsageError, "[cli] --walks takes whole numbers of tiles, got \"{}\"", v);
+        o.walks.push_back(static_cast<uint32_t>(w));
+        b = e + 1;
+      }
+    }
     else if (a == "--only") o.only = value();
     else if (a == "--optim") o.optim_device = value();
     else if (a == "--steps") o.steps = static_cast<int>(number_arg(a, value(), 1, 100000));
@@ -232,6 +244,7 @@ int cmd_bench(const std::vector<std::string>& args) {
                 "[cli] --only takes gemm, kernels, attention, step, overlap (comma-separated), got \"{}\"", sec);
     b = e + 1;
   }
+  ALPHA_CHECK(o.walks.empty() || o.tiles, UsageError, "[cli] --walks goes with --tiles");
   if (o.quick) o.warmup = 1, o.warmup_s = 0, o.steps = 2;
   run_gpu_bench(o);
   return kExitOk;
