@@ -313,28 +313,28 @@ TEST_CASE("vk matmul coopmat block tiles: every 16-byte-load f16 tile matches th
   expect_clean();
 }
 
-TEST_CASE("ALPHA_VK_CM_WALK: unset is the default band, 1 to 65535 tiles replace it, anything else is an error") {
-  unsetenv("ALPHA_VK_CM_WALK");
-  CHECK(vk::cm_walk_from_env() == vk::kCmWalk);
-  setenv("ALPHA_VK_CM_WALK", "12", 1);
-  CHECK(vk::cm_walk_from_env() == 12);
-  for (const char* bad : {"0", "-5", "12x", "lots", "65536"}) {
-    setenv("ALPHA_VK_CM_WALK", bad, 1);
-    CHECK_THROWS_WITH_AS(vk::cm_walk_from_env(), doctest::Contains("ALPHA_VK_CM_WALK"), ValueError);
+// A count from the environment: unset gives `unset`, `good` parses to `parsed`, each of `bad` throws naming the variable.
+template <class F>
+void check_env_count(const char* var, F parse, int64_t unset, const char* good, int64_t parsed,
+                     std::initializer_list<const char*> bad) {
+  unsetenv(var);
+  CHECK(int64_t(parse()) == unset);
+  setenv(var, good, 1);
+  CHECK(int64_t(parse()) == parsed);
+  for (const char* b : bad) {
+    setenv(var, b, 1);
+    CHECK_THROWS_WITH_AS(parse(), doctest::Contains(var), ValueError);
   }
-  unsetenv("ALPHA_VK_CM_WALK");
+  unsetenv(var);
+}
+
+TEST_CASE("ALPHA_VK_CM_WALK: unset is the default band, 1 to 65535 tiles replace it, anything else is an error") {
+  check_env_count("ALPHA_VK_CM_WALK", vk::cm_walk_from_env, vk::kCmWalk, "12", 12, {"0", "-5", "12x", "lots", "65536"});
   GpuScope g;
   CHECK_THROWS_AS(gpu().set_cm_walk(65536), ValueError);
 }
 
 TEST_CASE("ALPHA_VK_SPLIT_TARGET: unset is the default target, a positive count replaces it, anything else is an error") {
-  unsetenv("ALPHA_VK_SPLIT_TARGET");
-  CHECK(vk::split_target_from_env() == 0);
-  setenv("ALPHA_VK_SPLIT_TARGET", "1188", 1);
-  CHECK(vk::split_target_from_env() == 1188);
-  for (const char* bad : {"0", "-5", "12x", "lots", "99999999999"}) {
-    setenv("ALPHA_VK_SPLIT_TARGET", bad, 1);
-    CHECK_THROWS_WITH_AS(vk::split_target_from_env(), doctest::Contains("ALPHA_VK_SPLIT_TARGET"), ValueError);
-  }
-  unsetenv("ALPHA_VK_SPLIT_TARGET");
+  check_env_count("ALPHA_VK_SPLIT_TARGET", vk::split_target_from_env, 0, "1188", 1188,
+                  {"0", "-5", "12x", "lots", "99999999999"});
 }

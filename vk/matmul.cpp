@@ -90,15 +90,20 @@ std::string cm_tile_from_env() {
   return tile_named(e).name;
 }
 
-uint32_t cm_walk_from_env() {
-  const char* e = std::getenv("ALPHA_VK_CM_WALK");
-  if (!e || !*e) return kCmWalk;
+namespace {
+// Environment variable `name` as a whole number in [1, hi] (`what` names it in the error); `unset` when absent.
+int64_t env_count(const char* name, int64_t hi, int64_t unset, const char* what) {
+  const char* e = std::getenv(name);
+  if (!e || !*e) return unset;
   char* end = nullptr;
   const long long v = std::strtoll(e, &end, 10);
-  if (*end != '\0' || v < 1 || v > 65535)
-    throw ValueError(fmt::format("[vk] ALPHA_VK_CM_WALK='{}' is not a band height of 1 to 65535 tiles", e));
-  return uint32_t(v);
+  if (*end != '\0' || v < 1 || v > hi)
+    throw ValueError(fmt::format("[vk] {}='{}' is not {} from 1 to {}", name, e, what, hi));
+  return v;
 }
+}  // namespace
+
+uint32_t cm_walk_from_env() { return uint32_t(env_count("ALPHA_VK_CM_WALK", 65535, kCmWalk, "a band height in tiles")); }
 
 void VulkanBackend::set_cm_walk(uint32_t band) {
   ALPHA_CHECK(band <= 65535, ValueError, "[vk] coopmat walk band {} is not 0 (the default) to 65535 tiles", band);
@@ -164,13 +169,7 @@ void VulkanBackend::set_concurrent(bool on) {
 }
 
 int64_t split_target_from_env() {
-  const char* e = std::getenv("ALPHA_VK_SPLIT_TARGET");
-  if (!e || !*e) return 0;
-  char* end = nullptr;
-  const long long v = std::strtoll(e, &end, 10);
-  if (*end != '\0' || v < 1 || v > 1000000)
-    throw ValueError(fmt::format("[vk] ALPHA_VK_SPLIT_TARGET='{}' is not a number of workgroups from 1 to 1000000", e));
-  return v;
+  return env_count("ALPHA_VK_SPLIT_TARGET", 1000000, 0, "a number of workgroups");
 }
 
 bool profile_shapes_from_env() {
