@@ -161,7 +161,6 @@ layout(constant_id = 1) const bool TRANS_B = false;
 layout(constant_id = 2) const uint GROUP_M = 8u;  // the walk twins': `alpha bench gpu --tiles --walks` sweeps it
 #endif
 layout(push_constant) uniform Push { MatmulPC p; };
-
 #ifdef VEC8
 #define VN 8        // halves per staged element (a uvec4)
 #define EL uvec4
