@@ -30,7 +30,7 @@ struct GpuBenchOptions {
   bool quick = false;  // smoke run (CI on lavapipe): no 4096^3 case, 1 warm-up + 3 timed repetitions, 2 steps
   std::vector<std::string> gemm;  // "M,K,N[,ta,tb]" shapes instead of the default list (then no kernels/step)
   bool tiles = false;   // GEMM only: every coopmat block tile and the per-shape choice, f16 (tuning sweeps)
-  std::vector<uint32_t> walks;  // with tiles: the per-shape choice at each of these walk band heights too
+  std::vector<uint32_t> walks;  // with tiles: each walk twin (vk::CmTile::walk) at each of these band heights too
   std::string only;     // sections, comma-separated: gemm, kernels, attention, step ("" = all); overlap if named
 };
 void run_gpu_bench(const GpuBenchOptions& opts);

@@ -214,12 +214,14 @@ nlohmann::json bench_gemm_tiles(vk::VulkanBackend& be, const std::vector<GemmCas
     }
     for (const vk::CmTile& t : vk::cm_tiles()) row["tiles"][t.name] = time_tile(c, a, b, t.name);
     for (const vk::CmTile& t : vk::cm_trials()) row["trials"][t.name] = time_tile(c, a, b, t.name);  // f16, whole K
-    for (const vk::CmTile& t : vk::cm_trials())  // --walks: each walk twin at each band height (same tile, other order)
-      for (const uint32_t w : t.walk ? walks : std::vector<uint32_t>{}) {
+    for (const vk::CmTile& t : vk::cm_trials()) {  // --walks: each walk twin at each band height (same tile, other order)
+      if (!t.walk) continue;
+      for (const uint32_t w : walks) {
         be.set_cm_walk(w);
         row["walks"][t.name][std::to_string(w)] = time_tile(c, a, b, t.name);
-        be.set_cm_walk(0);
       }
+      be.set_cm_walk(0);
+    }
     if (c.ta)  // the weight-gradient layout: also each tile with f32 out (split-K partials), as training runs it
       for (const vk::CmTile& t : vk::cm_tiles())
         if (t.f32out) row["tiles_f32out"][t.name] = time_tile(c, a, b, t.name, true);

@@ -167,7 +167,7 @@ bench cpu: CPU matmul GFLOP/s at GPT shapes and a transformer block's step time.
   --profile   --gpt2 plus one step's milliseconds per CPU op, with input shapes
 bench gpu: Vulkan timings (timestamps, warm-up, medians) for the config's model (default shakespeare_char).
   --gemm      extra GEMM shapes;  --tiles  every cooperative-matrix block tile at every shape
-  --walks     with --tiles: the per-shape tiles' walk twins also at each band height of the workgroup walk (8 on main)
+  --walks     with --tiles: the per-shape tiles' walk twins at each band height of the workgroup walk (the tiles use 8)
   --only      a comma list of gemm, kernels, attention, step; overlap (only when named: weight gradients
               beside the backward's memory-bound kernels, no barrier between; half batches interleaved)
   --optim     the step's optimizer state on the gpu (default) or cpu; optim.name picks adamw or muon
