@@ -198,6 +198,27 @@ nlohmann::json bench_gemm_tiles(vk::VulkanBackend& be, const std::vector<GemmCas
     // ~1 s of this product first: while the host fills and uploads the operands (1-2 s for the LM head's 824 MB
     // ones) an H200 drops to 345 MHz and then takes ~0.6 s of load to reach 1980 again; after 0.2 s the LM head
     // rows read 57-115 TFLOP/s, the same tile ~300 when timed next (docs/PERFORMANCE.md, sessions 9 and 34).
+    // Every pipeline this row times is built first (one call each): a pipeline built just before its bursts left
+    // the GPU idle while the driver compiled it, and a ~50 ms timing at the clocks that follows read up to 2x slow
+    // (the walk twins at 4096^3 on an H100, session 39: 145-222 TFLOP/s built cold, ~300 from the disk cache).
+    if (!quick) {
+      for (const vk::CmTile& t : vk::cm_tiles()) {
+        be.set_cm_tile(t.name);
+        ops::matmul(a, b, c.ta, c.tb);
+        if (c.ta && t.f32out) ops::matmul_f32(a, b, c.ta, c.tb);
+      }
+      for (const vk::CmTile& t : vk::cm_trials()) {
+        be.set_cm_tile(t.name);
+        for (const uint32_t w : t.walk ? walks : std::vector<uint32_t>{0}) {
+          be.set_cm_walk(w);
+          ops::matmul(a, b, c.ta, c.tb);
+        }
+        be.set_cm_walk(0);
+      }
+      be.set_cm_tile("");
+      ops::matmul_f32(a, b, c.ta, c.tb);  // the per-shape choice with f32 out (auto_f32out)
+      be.sync();
+    }
     be.set_cm_tile("");
     const auto warm_until = std::chrono::steady_clock::now() + std::chrono::milliseconds(quick ? 0 : 1000);
     do {
@@ -231,6 +252,18 @@ nlohmann::json bench_gemm_tiles(vk::VulkanBackend& be, const std::vector<GemmCas
   // 1.5x slower (power), which once cost the per-shape rows after them.
   for (size_t i = 0; i < cases.size(); ++i) {
     const auto [a, b] = operands(cases[i]);
+    if (!quick) {  // built first, as the rows' tiles (above), then ~0.3 s of the per-shape tile at full clocks
+      for (const vk::CmTile& t : vk::cm_probes()) {
+        be.set_cm_tile(t.name);
+        ops::matmul(a, b, cases[i].ta, cases[i].tb);
+      }
+      be.set_cm_tile("");
+      const auto warm_until = std::chrono::steady_clock::now() + std::chrono::milliseconds(300);
+      do {
+        ops::matmul(a, b, cases[i].ta, cases[i].tb);
+        be.sync();
+      } while (std::chrono::steady_clock::now() < warm_until);
+    }
     for (const vk::CmTile& t : vk::cm_probes()) rows[i]["probes"][t.name] = time_tile(cases[i], a, b, t.name);
   }
   // Traces (ALPHA_VK_TILE_TRACE=1): each trace tile's per-step clocks at every shape, written raw to
