@@ -188,6 +188,14 @@ nlohmann::json bench_gemm_tiles(vk::VulkanBackend& be, const std::vector<GemmCas
         quick ? 1 : 7);
     return nlohmann::json{{"ms", ms}, {"tflops", flops / (ms * 1e9)}};
   };
+  auto warm = [&](const GemmCase& c, const Tensor& a, const Tensor& b, int ms) {  // the per-shape tile for ~ms
+    be.set_cm_tile("");
+    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+    do {
+      ops::matmul(a, b, c.ta, c.tb);
+      be.sync();
+    } while (std::chrono::steady_clock::now() < until);
+  };
   auto operands = [](const GemmCase& c) {
     return std::pair{fill_f16(c.ta ? Shape{c.K, c.M} : Shape{c.M, c.K}, 1), fill_f16(c.tb ? Shape{c.N, c.K} : Shape{c.K, c.N}, 2)};
   };
@@ -195,12 +203,8 @@ nlohmann::json bench_gemm_tiles(vk::VulkanBackend& be, const std::vector<GemmCas
   for (const GemmCase& c : cases) {
     const auto [a, b] = operands(c);
     nlohmann::json row = {{"name", c.name}, {"M", c.M}, {"K", c.K}, {"N", c.N}, {"ta", c.ta}, {"tb", c.tb}};
-    // ~1 s of this product first: while the host fills and uploads the operands (1-2 s for the LM head's 824 MB
-    // ones) an H200 drops to 345 MHz and then takes ~0.6 s of load to reach 1980 again; after 0.2 s the LM head
-    // rows read 57-115 TFLOP/s, the same tile ~300 when timed next (docs/PERFORMANCE.md, sessions 9 and 34).
-    // Every pipeline this row times is built first (one call each): a pipeline built just before its bursts left
-    // the GPU idle while the driver compiled it, and a ~50 ms timing at the clocks that follows read up to 2x slow
-    // (the walk twins at 4096^3 on an H100, session 39: 145-222 TFLOP/s built cold, ~300 from the disk cache).
+    // Every pipeline this row times is built first (one call each): built just before its own bursts, one kernel
+    // read 68-311 TFLOP/s on an H100 (session 39; steady within 3% built ahead or from the driver's disk cache).
     if (!quick) {
       for (const vk::CmTile& t : vk::cm_tiles()) {
         be.set_cm_tile(t.name);
@@ -219,12 +223,10 @@ nlohmann::json bench_gemm_tiles(vk::VulkanBackend& be, const std::vector<GemmCas
       ops::matmul_f32(a, b, c.ta, c.tb);  // the per-shape choice with f32 out (auto_f32out)
       be.sync();
     }
-    be.set_cm_tile("");
-    const auto warm_until = std::chrono::steady_clock::now() + std::chrono::milliseconds(quick ? 0 : 1000);
-    do {
-      ops::matmul(a, b, c.ta, c.tb);
-      be.sync();
-    } while (std::chrono::steady_clock::now() < warm_until);
+    // Then ~1 s of this product: while the host fills and uploads the operands (1-2 s for the LM head's 824 MB
+    // ones) an H200 drops to 345 MHz and then takes ~0.6 s of load to reach 1980 again; after 0.2 s the LM head
+    // rows read 57-115 TFLOP/s, the same tile ~300 when timed next (docs/PERFORMANCE.md, sessions 9 and 34).
+    warm(c, a, b, quick ? 0 : 1000);
     row["auto"] = time_tile(c, a, b, "");  // the per-shape choice first: what compare.py quotes
     row["auto"]["tile"] = be.cm_tile(c.M, c.N, c.K, 1).name;
     {  // f32 out (the weight gradients in training), the per-shape choice
@@ -257,12 +259,7 @@ nlohmann::json bench_gemm_tiles(vk::VulkanBackend& be, const std::vector<GemmCas
         be.set_cm_tile(t.name);
         ops::matmul(a, b, cases[i].ta, cases[i].tb);
       }
-      be.set_cm_tile("");
-      const auto warm_until = std::chrono::steady_clock::now() + std::chrono::milliseconds(300);
-      do {
-        ops::matmul(a, b, cases[i].ta, cases[i].tb);
-        be.sync();
-      } while (std::chrono::steady_clock::now() < warm_until);
+      warm(cases[i], a, b, 300);
     }
     for (const vk::CmTile& t : vk::cm_probes()) rows[i]["probes"][t.name] = time_tile(cases[i], a, b, t.name);
   }
