@@ -1,4 +1,5 @@
-// Helpers of `alpha bench gpu` shared by its sections' files (train/cli/bench_gpu.cpp, bench_overlap.cpp).
+// Helpers of `alpha bench gpu` shared by its sections' files (train/cli/bench_gpu.cpp, bench_overlap.cpp,
+// bench_tiles.cpp).
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -25,6 +26,8 @@ double total_ns(const std::map<std::string, double>& m);
 double gpu_ms(vk::VulkanBackend& be, const std::function<void()>& fn, int warmup, int reps, double warm_s);
 // Cheap f16 operands (values in +-[1/8, 1/4), from a counter hash), on the host.
 Tensor fill_f16(const Shape& s, uint32_t seed);
+// Median kernel-timestamp ms per call of fn in bursts of ~2e12 / flops back-to-back calls (bursts 1: a smoke run).
+double burst_ms(vk::VulkanBackend& be, const std::function<void()>& fn, double flops, int bursts);
 // Median wall ms per call of fn in bursts of ~2e12 / flops back-to-back calls, one sync per burst.
 double burst_wall_ms(vk::VulkanBackend& be, const std::function<void()>& fn, double flops, int bursts);
 
@@ -35,6 +38,17 @@ struct AttentionCase {
   ops::AttentionParams ap;
 };
 AttentionCase attention_case(const GPTConfig& mc, int64_t batch, Tensor qkv, Tensor dout);
+
+// One GEMM of the sweeps: C (M x N) = op(A) op(B) over K, A / B transposed as stored.
+struct GemmCase {
+  std::string name;
+  int64_t M, K, N;
+  bool ta, tb;
+};
+// --tiles: every coopmat block tile, trial tile and walk twin (at each band height of walks) at each case
+// (bench_tiles.cpp).
+nlohmann::json bench_gemm_tiles(vk::VulkanBackend& be, const std::vector<GemmCase>& cases, bool quick,
+                                const std::vector<uint32_t>& walks);
 
 // --only overlap: weight gradients beside the backward walk's memory-bound kernels, and half batches interleaved
 // (bench_overlap.cpp).
