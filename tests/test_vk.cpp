@@ -124,8 +124,18 @@ TEST_CASE("ALPHA_VK_MAX_OPS / MAX_WORK / RAMP_OPS: a number sets the queue's pol
     CHECK(rt.queue().policy().ramp_ops == 2);
   }
   for (const char* name : {"ALPHA_VK_MAX_OPS", "ALPHA_VK_MAX_WORK", "ALPHA_VK_RAMP_OPS"}) unsetenv(name);
-  for (const char* name : {"ALPHA_VK_MAX_OPS", "ALPHA_VK_MAX_WORK", "ALPHA_VK_RAMP_OPS"}) {
+  {  // lavapipe is a CPU device: its waits block at once unless ALPHA_VK_SPIN_US says otherwise (0 included)
+    vk::Runtime rt(o);
+    CHECK(rt.queue().policy().spin_wait_us == 0);
+    setenv("ALPHA_VK_SPIN_US", "0", 1);
+    CHECK(vk::Runtime(o).queue().policy().spin_wait_us == 0);
+    setenv("ALPHA_VK_SPIN_US", "5e4", 1);
+    CHECK(vk::Runtime(o).queue().policy().spin_wait_us == 5e4);
+    unsetenv("ALPHA_VK_SPIN_US");
+  }
+  for (const char* name : {"ALPHA_VK_MAX_OPS", "ALPHA_VK_MAX_WORK", "ALPHA_VK_RAMP_OPS", "ALPHA_VK_SPIN_US"}) {
     for (const char* bad : {"0", "-3", "x", "4x", "1e30"}) {
+      if (std::string_view(name) == "ALPHA_VK_SPIN_US" && std::string_view(bad) == "0") continue;  // off: valid
       CAPTURE(name);
       CAPTURE(bad);
       setenv(name, bad, 1);

@@ -3,7 +3,10 @@
 // step records whose backend.gpu_ms is a non-empty object that validates against docs/metrics.md.
 #include <doctest/doctest.h>
 
+#include <chrono>
+#include <cstdlib>
 #include <filesystem>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -96,6 +99,50 @@ TEST_CASE("vk profiling off: no query pools, no kernel times") {
   be->set_profiling(false);
   run_ops(*be);
   CHECK(be->kernel_gpu_ns() == ns);
+}
+
+TEST_CASE("vk edge timing: each submission's start and end give the GPU's busy and idle time, no validation errors") {
+  auto be = make_backend(/*validation=*/true);
+  auto& q = be->runtime().queue();
+  run_ops(*be);
+  CHECK(q.stats().edge_submissions == 0);  // off by default: no timestamps
+  CHECK(q.stats().query_pools == 0);
+  REQUIRE(q.set_edge_timing(true));
+  const auto before = q.stats();
+  run_ops(*be);
+  // The host sleeps between two rounds: the GPU's idle time between them covers the sleep.
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  run_ops(*be);
+  const auto after = q.stats();
+  const int64_t subs = after.submissions - before.submissions;
+  CHECK(subs >= 2);
+  CHECK(after.edge_submissions - before.edge_submissions == subs);  // every submission retired and read
+  CHECK(after.gpu_busy_ns > before.gpu_busy_ns);
+  CHECK(after.gpu_gap_ns - before.gpu_gap_ns >= 15'000'000);
+  CHECK(after.starved_submissions - before.starved_submissions >= 1);  // the round after the sleep found it idle
+  CHECK(q.set_edge_timing(false) == false);
+  run_ops(*be);
+  CHECK(q.stats().edge_submissions == after.edge_submissions);
+  CHECK(be->kernel_gpu_ns().empty());  // edge timing is not per-kernel profiling
+  be->sync();
+  CHECK(be->runtime().device().validation_errors() == 0);
+}
+
+TEST_CASE("vk spinning host waits (ALPHA_VK_SPIN_US) give the same results and end at the GPU's completion") {
+  setenv("ALPHA_VK_SPIN_US", "2e6", 1);  // forced on lavapipe, a CPU device that blocks by default
+  auto be = make_backend(/*validation=*/true);
+  unsetenv("ALPHA_VK_SPIN_US");
+  REQUIRE(be->runtime().queue().policy().spin_wait_us == 2e6);
+  set_active_backend(be.get());
+  const Tensor a = randn({48, 40}, 5), b = randn({40, 24}, 6);
+  const std::vector<float> got = ops::gelu(ops::matmul(a, b)).to_f32_vector();  // read-back: a spinning wait
+  set_active_backend(nullptr);
+  const std::vector<float> want = ops::gelu(ops::matmul(a, b)).to_f32_vector();  // CPU oracle
+  REQUIRE(got.size() == want.size());
+  for (size_t i = 0; i < got.size(); ++i) CHECK(got[i] == doctest::Approx(want[i]).epsilon(1e-4));
+  CHECK(be->runtime().queue().stats().host_reads >= 1);
+  be->sync();
+  CHECK(be->runtime().device().validation_errors() == 0);
 }
 
 TEST_CASE("a profiled Vulkan training run writes step records with a non-empty gpu_ms") {

@@ -25,6 +25,7 @@ LazyQueue::LazyQueue(std::shared_ptr<Device> dev, Policy policy)
   std::vector<VkQueueFamilyProperties> fams(n);
   vkGetPhysicalDeviceQueueFamilyProperties(dev_->physical(), &n, fams.data());
   const uint32_t bits = dev_->queue_family() < n ? fams[dev_->queue_family()].timestampValidBits : 0;
+  if (props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU && !policy_.spin_on_cpu_device) policy_.spin_wait_us = 0;
   if (props.limits.timestampComputeAndGraphics && bits > 0 && props.limits.timestampPeriod > 0) {
     timestamp_mask_ = bits >= 64 ? ~uint64_t{0} : (uint64_t{1} << bits) - 1;
     timestamp_period_ns_ = props.limits.timestampPeriod;
@@ -34,6 +35,12 @@ LazyQueue::LazyQueue(std::shared_ptr<Device> dev, Policy policy)
 bool LazyQueue::set_profiling(bool on) {
   profiling_ = on && profiling_available();
   return profiling_;
+}
+
+bool LazyQueue::set_edge_timing(bool on) {
+  edge_timing_ = on && profiling_available();
+  if (!edge_timing_) last_end_tick_ = 0;  // the next timed run starts without a gap to an old submission
+  return edge_timing_;
 }
 
 LazyQueue::~LazyQueue() {
@@ -63,6 +70,11 @@ bool LazyQueue::wait_idle_quietly() noexcept {
 
 LazyQueue::Frame& LazyQueue::recording() {
   if (rec_) return *rec_;
+  if (drained_at_ != std::chrono::steady_clock::time_point{} && !restart_recorded_) {
+    restart_recorded_ = true;
+    stats_.restart_first_ns +=
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - drained_at_).count();
+  }
   retire();
   // A failure below (out of memory) must not leave a half-made recording behind for flush() to submit.
   struct Guard {
@@ -107,6 +119,22 @@ LazyQueue::Frame& LazyQueue::recording() {
       ++stats_.query_pools;
     }
     vkCmdResetQueryPool(rec_->cmd, rec_->queries.get(), 0, rec_->query_capacity);
+  }
+  rec_->edge_timed = edge_timing_;
+  if (edge_timing_) {
+    if (!rec_->edges) {
+      VkQueryPoolCreateInfo qi{};
+      qi.sType = VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO;
+      qi.queryType = VK_QUERY_TYPE_TIMESTAMP;
+      qi.queryCount = 2;
+      VkQueryPool qp = VK_NULL_HANDLE;
+      VK_CHECK(vkCreateQueryPool(dev_->get(), &qi, nullptr, &qp));
+      rec_->edges = QueryPool(dev_->get(), qp);
+      ++stats_.query_pools;
+    }
+    vkCmdResetQueryPool(rec_->cmd, rec_->edges.get(), 0, 2);
+    // Top of the pipe: when the GPU reaches this submission (it drains the one before on NVIDIA's driver).
+    vkCmdWriteTimestamp(rec_->cmd, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, rec_->edges.get(), 0);
   }
   guard.ok = true;
   return *rec_;
@@ -273,6 +301,8 @@ void LazyQueue::hold(bool on) {
 void LazyQueue::flush() {
   if (!rec_) return;
   std::unique_ptr<Frame> f = std::move(rec_);
+  // Bottom of the pipe: after every command of this submission completes.
+  if (f->edge_timed) vkCmdWriteTimestamp(f->cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, f->edges.get(), 1);
   VkResult r = vkEndCommandBuffer(f->cmd);
   bool injected = false;
   if (r == VK_SUCCESS && injected_ != VK_SUCCESS) r = std::exchange(injected_, VK_SUCCESS);
@@ -289,6 +319,11 @@ void LazyQueue::flush() {
     si.signalSemaphoreCount = 1;
     const VkSemaphore sem = timeline_.get();
     si.pSignalSemaphores = &sem;
+    if (f->edge_timed && submitted_value_ > 0) {  // has the GPU run out of work while the host recorded this?
+      uint64_t done = 0;
+      if (vkGetSemaphoreCounterValue(dev_->get(), timeline_.get(), &done) == VK_SUCCESS && done >= submitted_value_)
+        ++stats_.starved_submissions;
+    }
     // Injected before the call: a submission that "failed" must not run.
     injected = fault::fire(fault::Point::submit);
     r = injected ? VK_ERROR_DEVICE_LOST : vkQueueSubmit(dev_->queue(), 1, &si, VK_NULL_HANDLE);
@@ -301,6 +336,12 @@ void LazyQueue::flush() {
   }
   submitted_value_ = f->value;
   ++stats_.submissions;
+  if (drained_at_ != std::chrono::steady_clock::time_point{}) {
+    stats_.restart_ns += std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - drained_at_).count();
+    ++stats_.restarts;
+    drained_at_ = {};
+    restart_recorded_ = false;
+  }
   if (ops_limit_ > 0) ops_limit_ = std::min(2 * ops_limit_, policy_.max_ops);
   in_flight_.push_back(std::move(f));
 }
@@ -326,15 +367,22 @@ void LazyQueue::retire() {
     in_flight_.pop_front();
     f->retained.clear();  // the last references to freed tensors' buffers: back to the pool
     read_timestamps(*f);
-    VK_CHECK(vkResetCommandPool(dev_->get(), f->pool.get(), 0));
-    for (size_t i = 0; i < f->dpools.size() && i <= f->dpool_next; ++i)
-      VK_CHECK(vkResetDescriptorPool(dev_->get(), f->dpools[i].get(), 0));
-    f->dpool_next = 0;
-    f->ops = 0;
-    f->work = 0;
+    read_edges(*f);
+    recycle(*f);
     spare_.push_back(std::move(f));
   }
   ring_.retire(done);
+}
+
+void LazyQueue::recycle(Frame& f) {
+  const auto t0 = std::chrono::steady_clock::now();
+  VK_CHECK(vkResetCommandPool(dev_->get(), f.pool.get(), 0));
+  for (size_t i = 0; i < f.dpools.size() && i <= f.dpool_next; ++i)
+    VK_CHECK(vkResetDescriptorPool(dev_->get(), f.dpools[i].get(), 0));
+  f.dpool_next = 0;
+  f.ops = 0;
+  f.work = 0;
+  stats_.recycle_ns += std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
 }
 
 void LazyQueue::read_timestamps(Frame& f) {
@@ -355,6 +403,23 @@ void LazyQueue::read_timestamps(Frame& f) {
   f.names.clear();
 }
 
+void LazyQueue::read_edges(Frame& f) {
+  if (!f.edge_timed) return;
+  f.edge_timed = false;
+  uint64_t ts[2] = {0, 0};
+  const VkResult r = vkGetQueryPoolResults(dev_->get(), f.edges.get(), 0, 2, sizeof(ts), ts, sizeof(uint64_t),
+                                           VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT);
+  if (r != VK_SUCCESS) return fail(r, "vkGetQueryPoolResults");
+  const auto ns = [&](uint64_t ticks) { return static_cast<int64_t>(static_cast<double>(ticks) * timestamp_period_ns_); };
+  stats_.gpu_busy_ns += ns((ts[1] - ts[0]) & timestamp_mask_);  // masked: wraps within the valid bits
+  // Frames retire in submission order, so the gap is to the previous submission's end; a start before that end
+  // (another queue's clock domain, a driver that overlaps submissions) counts as no gap.
+  const uint64_t gap = (ts[0] - last_end_tick_) & timestamp_mask_;
+  if (last_end_tick_ != 0 && gap <= timestamp_mask_ / 2) stats_.gpu_gap_ns += ns(gap);
+  last_end_tick_ = ts[1];
+  ++stats_.edge_submissions;
+}
+
 void LazyQueue::wait_value(uint64_t v) {
   if (error_ != VK_SUCCESS || v > submitted_value_) return;  // never submitted: nothing to wait for
   VkSemaphoreWaitInfo wi{};
@@ -366,7 +431,17 @@ void LazyQueue::wait_value(uint64_t v) {
   const auto t0 = std::chrono::steady_clock::now();
   const bool lost = fault::fire(fault::Point::wait), timed_out = fault::fire(fault::Point::wait_timeout);
   const uint64_t timeout_ns = fault::wait_timeout_ns();
-  const VkResult r = lost ? VK_ERROR_DEVICE_LOST : timed_out ? VK_TIMEOUT : vkWaitSemaphores(dev_->get(), &wi, timeout_ns);
+  VkResult r = VK_NOT_READY;
+  if (policy_.spin_wait_us > 0 && !lost && !timed_out) {
+    const auto until = t0 + std::chrono::nanoseconds(static_cast<int64_t>(policy_.spin_wait_us * 1e3));
+    for (uint64_t done = 0; r == VK_NOT_READY;) {
+      if (const VkResult q = vkGetSemaphoreCounterValue(dev_->get(), timeline_.get(), &done); q != VK_SUCCESS) r = q;
+      else if (done >= v) r = VK_SUCCESS;
+      else if (std::chrono::steady_clock::now() >= until) break;
+    }
+  }
+  if (r == VK_NOT_READY)
+    r = lost ? VK_ERROR_DEVICE_LOST : timed_out ? VK_TIMEOUT : vkWaitSemaphores(dev_->get(), &wi, timeout_ns);
   stats_.wait_ns += std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
   if (r == VK_TIMEOUT) {  // finite waits: a GPU that makes no progress for that long is treated as lost
     hung_ = true;
@@ -378,6 +453,7 @@ void LazyQueue::wait_value(uint64_t v) {
   }
   // Drained (a read-back or sync): the GPU idles until the next submission, so the next ones start small.
   if (v == submitted_value_ && policy_.ramp_ops > 0) ops_limit_ = std::min(policy_.ramp_ops, policy_.max_ops);
+  if (v == submitted_value_ && !rec_) drained_at_ = std::chrono::steady_clock::now();
   retire();
 }
 

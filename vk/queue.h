@@ -10,6 +10,8 @@
 //
 // Profiling (set_profiling): each dispatch is bracketed by two timestamps in a per-frame query pool, read
 // back when the frame retires (its timeline value is reached: no extra stall) and summed per kernel name.
+// Edge timing (set_edge_timing): one timestamp where each submission starts and one where it ends, so the GPU's
+// busy time and its idle gaps between submissions (host-bound stretches, submission boundaries) add up per step.
 //
 // Asynchronous errors (device lost, out of memory at submit or wait) become sticky and are thrown as typed
 // exceptions at the next sync point; recording after one is a no-op. Host waits are finite
@@ -18,6 +20,7 @@
 #include <volk.h>
 
 #include <array>
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <map>
@@ -47,15 +50,21 @@ class LazyQueue {
  public:
   struct Policy {
     // NVIDIA's driver drains a submission before it starts the next, so a boundary serializes the dispatches around
-    // it; too few boundaries leave the GPU waiting for the host to record. GPT-2 124M step on an H200 (deferred
-    // weight gradients): (64, 1e9) 33.8 ms, (64, 1e11) 33.5, (32, 1e11) 33.0, (128, 1e13) 34.1; ramp 4 -0.3 ms
-    // (docs/PERFORMANCE.md).
-    int64_t max_ops = 32;    // dispatches per submission: keeps the GPU fed while the host records more
-    double max_work = 1e11;  // ~flops per submission: bounds the latency of one submission
+    // it (and costs ~10-30 us of idle GPU); too few boundaries leave the GPU waiting for the host to record. GPT-2 124M
+    // step on an H100, two rounds (docs/PERFORMANCE.md, session 40): (32, 1e11) 31.0-31.2 ms, (64, 1e13) 30.7-30.9,
+    // (128, 1e13) 30.6-31.0, (256, 1e13) 30.8-30.9; shakespeare_char within 1% for all.
+    int64_t max_ops = 128;   // dispatches per submission: keeps the GPU fed while the host records more
+    double max_work = 1e13;  // ~flops per submission: bounds the latency of one submission
     // At the start and after a host wait that drained it the GPU is idle: the first submission closes after
     // ramp_ops dispatches and each next one may hold twice as many, up to max_ops (0: max_ops throughout).
     int64_t ramp_ops = 4;
     VkDeviceSize staging_bytes = VkDeviceSize{32} << 20;
+    // Host waits poll the timeline for up to this long before they block in the driver: a blocked thread wakes tens
+    // of microseconds after the GPU finishes, and the GPU idles until the host submits again (CUDA's default spins
+    // too). GPT-2 step on an H100 -0.1 to -0.3 ms (session 40). 0: block at once; CPU devices (lavapipe) never spin,
+    // the spinning thread would take a core from the device's own.
+    double spin_wait_us = 2e5;
+    bool spin_on_cpu_device = false;  // ALPHA_VK_SPIN_US sets the spin on every device (tests: lavapipe)
     // Debugging aids (ALPHA_VK_DEBUG=barriers|sync, read by Runtime): a barrier before every command, or a
     // host wait after every dispatch. Results must not change with them; if they do, a hazard is missed.
     bool barrier_all = false;
@@ -70,6 +79,16 @@ class LazyQueue {
     int64_t bytes_up = 0, bytes_down = 0;
     int64_t wait_ns = 0;      // host time spent waiting for the GPU
     int64_t query_pools = 0;  // timestamp query pools created (profiling only)
+    // Edge timing only (set_edge_timing): GPU ns from each timed submission's start to its end, and between the end
+    // of one and the start of the next; submissions made when the GPU had already finished every earlier one.
+    int64_t edge_submissions = 0;
+    int64_t gpu_busy_ns = 0, gpu_gap_ns = 0;
+    int64_t starved_submissions = 0;
+    // Host ns from a wait that drained the GPU to the next submission (the GPU idles meanwhile), and those restarts;
+    // host ns spent recycling retired submissions (command and descriptor pools).
+    // Of restart_ns, the part before the first command was recorded (host work that records nothing).
+    int64_t restart_ns = 0, restarts = 0, restart_first_ns = 0;
+    int64_t recycle_ns = 0;
   };
 
   LazyQueue(std::shared_ptr<Device> dev, Policy policy);
@@ -101,6 +120,8 @@ class LazyQueue {
   bool set_profiling(bool on);
   bool profiling() const { return profiling_; }
   bool profiling_available() const { return timestamp_mask_ != 0; }
+  // Submission-edge timestamps (Stats::gpu_busy_ns, gpu_gap_ns); cheap enough to leave on for a whole run.
+  bool set_edge_timing(bool on);
   // GPU nanoseconds per kernel name over all retired profiled dispatches (grows only).
   const std::map<std::string, double>& kernel_ns() const { return kernel_ns_; }
 
@@ -118,14 +139,18 @@ class LazyQueue {
     uint32_t query_capacity = 0;
     bool profiled = false;           // this recording reset `queries` and timestamps its dispatches
     std::vector<std::string> names;  // kernel of each timestamped dispatch, in query order
+    QueryPool edges;                 // edge timing: [0] where the submission starts, [1] where it ends
+    bool edge_timed = false;
   };
   Frame& recording();  // begins one if needed
   void track(Frame& f, std::span<const Binding> uses);  // retains + barrier when dependent
   VkDescriptorSet allocate_set(Frame& f, VkDescriptorSetLayout layout);
   void retire();                  // recycles completed frames and staging slices
+  void recycle(Frame& f);         // resets a completed frame's command and descriptor pools for a new recording
   void wait_value(uint64_t v);    // host wait; throws DeviceLostError etc.
   StagingRing::Slice staging(VkDeviceSize n);  // waits for space when the ring is full
   void read_timestamps(Frame& f);  // f has completed
+  void read_edges(Frame& f);       // f has completed
   void throw_pending() const;
   void fail(VkResult r, const char* what);  // records a sticky asynchronous error
 
@@ -145,6 +170,10 @@ class LazyQueue {
   std::string error_what_;
   bool hung_ = false;  // a wait timed out: the destructor abandons the device rather than wait forever
   bool profiling_ = false;
+  bool edge_timing_ = false;
+  uint64_t last_end_tick_ = 0;
+  std::chrono::steady_clock::time_point drained_at_{};  // when the last wait drained the GPU; epoch: not drained
+  bool restart_recorded_ = false;  // since drained_at_, a command was recorded  // end timestamp of the last retired edge-timed submission; 0: none yet
   uint64_t timestamp_mask_ = 0;  // valid bits of the queue's timestamps; 0: no timestamps
   double timestamp_period_ns_ = 0;
   std::map<std::string, double> kernel_ns_;

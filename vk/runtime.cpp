@@ -39,6 +39,10 @@ Runtime::Runtime(RuntimeOptions opts) {
   if (const double v = positive_from_env("ALPHA_VK_MAX_OPS", 1e6); v > 0) opts.queue.max_ops = static_cast<int64_t>(v);
   if (const double v = positive_from_env("ALPHA_VK_MAX_WORK", 1e18); v > 0) opts.queue.max_work = v;
   if (const double v = positive_from_env("ALPHA_VK_RAMP_OPS", 1e6); v > 0) opts.queue.ramp_ops = static_cast<int64_t>(v);
+  if (const char* e = std::getenv("ALPHA_VK_SPIN_US"); e && *e) {  // 0 turns spinning off
+    opts.queue.spin_wait_us = std::strcmp(e, "0") == 0 ? 0.0 : positive_from_env("ALPHA_VK_SPIN_US", 1e7);
+    opts.queue.spin_on_cpu_device = true;
+  }
   queue_ = std::make_shared<LazyQueue>(dev_, opts.queue);
   const char* st = std::getenv("ALPHA_VK_STATS");
   count_kernels_ = st && *st && std::strcmp(st, "0") != 0;

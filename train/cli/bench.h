@@ -31,6 +31,7 @@ struct GpuBenchOptions {
   std::vector<std::string> gemm;  // "M,K,N[,ta,tb]" shapes instead of the default list (then no kernels/step)
   bool tiles = false;   // GEMM only: every coopmat block tile and the per-shape choice, f16 (tuning sweeps)
   std::vector<uint32_t> walks;  // with tiles: each walk twin (vk::CmTile::walk) at each of these band heights too
+  bool step_split = false;  // step: a host wait after the backward, to time it and the update apart
   std::string only;     // sections, comma-separated: gemm, kernels, attention, step ("" = all); overlap if named
 };
 void run_gpu_bench(const GpuBenchOptions& opts);

@@ -225,24 +225,19 @@ nlohmann::json bench_train_step(const GpuBenchOptions& o, DeviceScope& scope, vk
   const bool profiled = be.runtime().queue().profiling();
   be.set_profiling(false);
   ag::set_defer_leaf_grads(o.defer_weight_grads);
-  std::vector<double> fb, op, total, cpu, wait;
-  // Warm-up: at least o.warmup steps, and o.warmup_s seconds after the first one. That first step builds the
-  // pipelines (seconds with a cold shader cache), in which an H200 drops to 345 MHz; under load its clocks then
-  // climb 345 -> 645 -> 1125 -> 1980 MHz in ~0.2 s stages, steps 4x slower at first (docs/PERFORMANCE.md, session 34).
-  auto warm_start = std::chrono::steady_clock::now();
-  int warm_steps = 0;
-  for (bool warming = true; static_cast<int>(total.size()) < o.steps;) {
+  auto& queue = be.runtime().queue();
+  // One step as the trainer runs it with the GPU optimizer: no host wait between the backward and the update,
+  // one read-back (loss and grad norm) at its end. --step-split adds a wait after the backward to time it apart.
+  const auto one_step = [&](double* fwd_bwd_ms) {
     const auto t0 = std::chrono::steady_clock::now();
-    const std::clock_t c0 = std::clock();  // process CPU time, every thread: tells a host-bound step from a GPU-bound one
-    const int64_t w0 = be.runtime().queue().stats().wait_ns;
     for (int micro = 0; micro < o.grad_accum; ++micro) {
       const ag::ExpectSeed seed(loss_scale / o.grad_accum);  // cross-entropy's dlogits in its forward pass
       Tensor loss = model.loss(idx, tgt, true, rng);
       if (gopt) gopt->add_loss(loss, micro == 0);
       ag::backward(loss, loss_scale / o.grad_accum);
     }
-    scope.sync();
-    const auto t1 = std::chrono::steady_clock::now();
+    if (o.step_split || !gopt) scope.sync();
+    if (fwd_bwd_ms) *fwd_bwd_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     if (gopt) {
       gopt->clip_and_step(1e-4, 1.0, 1.0 / loss_scale);
       (void)gopt->read_stats();  // the step's one host read: loss and grad norm
@@ -252,24 +247,59 @@ nlohmann::json bench_train_step(const GpuBenchOptions& o, DeviceScope& scope, vk
     }
     opt->zero_grad();
     scope.sync();
+  };
+  std::vector<double> fb, total, cpu, wait, restart, restart_first, recycle;
+  // Warm-up: at least o.warmup steps, and o.warmup_s seconds after the first one. That first step builds the
+  // pipelines (seconds with a cold shader cache), in which an H200 drops to 345 MHz; under load its clocks then
+  // climb 345 -> 645 -> 1125 -> 1980 MHz in ~0.2 s stages, steps 4x slower at first (docs/PERFORMANCE.md, session 34).
+  auto warm_start = std::chrono::steady_clock::now();
+  int warm_steps = 0;
+  for (bool warming = true; static_cast<int>(total.size()) < o.steps;) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const std::clock_t c0 = std::clock();  // process CPU time, every thread: tells a host-bound step from a GPU-bound one
+    const auto q0 = queue.stats();
+    double fb_ms = 0;
+    one_step(&fb_ms);
     const auto t2 = std::chrono::steady_clock::now();
     if (warming) {
       if (++warm_steps == 1) warm_start = t2;
       warming = warm_steps < o.warmup || std::chrono::duration<double>(t2 - warm_start).count() < o.warmup_s;
       continue;
     }
-    fb.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
-    op.push_back(std::chrono::duration<double, std::milli>(t2 - t1).count());
+    fb.push_back(fb_ms);
     total.push_back(std::chrono::duration<double, std::milli>(t2 - t0).count());
     cpu.push_back(1e3 * double(std::clock() - c0) / CLOCKS_PER_SEC);
-    wait.push_back(double(be.runtime().queue().stats().wait_ns - w0) / 1e6);
+    const auto& q1 = queue.stats();
+    wait.push_back(double(q1.wait_ns - q0.wait_ns) / 1e6);
+    restart.push_back(double(q1.restart_ns - q0.restart_ns) / 1e6);
+    restart_first.push_back(double(q1.restart_first_ns - q0.restart_first_ns) / 1e6);
+    recycle.push_back(double(q1.recycle_ns - q0.recycle_ns) / 1e6);
+  }
+  // Then as many steps with a timestamp where each submission starts and ends: the GPU's busy ms per step and its
+  // idle ms between submissions (the one at the step's start included), apart from the timed steps above.
+  std::vector<double> busy, gap, starved, edge_total;
+  if (queue.set_edge_timing(true)) {
+    for (int i = 0; i < o.steps; ++i) {
+      const auto s0 = queue.stats();
+      const auto t0 = std::chrono::steady_clock::now();
+      one_step(nullptr);
+      edge_total.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+      const auto& s1 = queue.stats();
+      busy.push_back(double(s1.gpu_busy_ns - s0.gpu_busy_ns) / 1e6);
+      gap.push_back(double(s1.gpu_gap_ns - s0.gpu_gap_ns) / 1e6);
+      starved.push_back(double(s1.starved_submissions - s0.starved_submissions));
+    }
+    queue.set_edge_timing(false);
   }
   be.set_profiling(profiled);
   const double ms = median(total), tokens = double(BT) * o.grad_accum;
   nlohmann::json step = {{"steps", o.steps},         {"grad_accum", o.grad_accum},
-                         {"optimizer", o.optim_device}, {"optimizer_name", opt->name()},
-                         {"fwd_bwd_ms", median(fb)}, {"optimizer_ms", median(op)}, {"step_ms", ms},
+                         {"optimizer", o.optim_device}, {"optimizer_name", opt->name()}, {"step_ms", ms},
                          {"tokens_per_s", tokens / (ms / 1e3)}, {"host_cpu_ms", median(cpu)},
+                         // host ms from each wait that drained the GPU to the next submission; of the step's host ms,
+                         // those recycling finished submissions' command and descriptor pools
+                         {"host_restart_ms", median(restart)}, {"host_restart_first_ms", median(restart_first)},
+                         {"host_recycle_ms", median(recycle)},
                          {"warmup_steps", warm_steps}};
   // Every timed step in order: a slow phase (clocks ramping, a busy host) shows as a run of slow steps.
   const auto each = [](const std::vector<double>& v) {
@@ -277,6 +307,19 @@ nlohmann::json bench_train_step(const GpuBenchOptions& o, DeviceScope& scope, vk
     for (double t : v) a.push_back(std::round(t * 1e3) / 1e3);
     return a;
   };
+  if (o.step_split || !gopt) {  // a host wait after the backward: its ms and the update's apart
+    step["fwd_bwd_ms"] = median(fb);
+    std::vector<double> op(total.size());
+    for (size_t i = 0; i < total.size(); ++i) op[i] = total[i] - fb[i];
+    step["optimizer_ms"] = median(op);
+  }
+  if (!busy.empty()) {
+    step["edge_step_ms"] = median(edge_total);  // against step_ms: what the edge timestamps cost
+    step["gpu_busy_ms"] = median(busy);
+    step["gpu_idle_ms"] = median(gap);
+    step["starved_submissions"] = median(starved);
+    step["gpu_idle_ms_each"] = each(gap);
+  }
   step["step_ms_each"] = each(total);
   step["host_cpu_ms_each"] = each(cpu);
   step["host_wait_ms_each"] = each(wait);  // host time blocked on the GPU
@@ -390,11 +433,16 @@ void print_gpu_bench(const GpuBenchOptions& o, const nlohmann::json& out, const 
   }
   if (out.contains("step")) {
     const auto& s = out["step"];
-    std::printf("Training step (B=%lld, T=%lld, grad_accum %d, %s %s, median of %d): %.2f ms (fwd+bwd %.2f, optimizer %.2f; "
-                "host CPU %.2f), %.0f tokens/s%s\n",
+    std::string parts = fmt::format("host CPU {:.2f}", s["host_cpu_ms"].get<double>());
+    if (s.contains("fwd_bwd_ms"))
+      parts = fmt::format("fwd+bwd {:.2f}, optimizer {:.2f}; {}", s["fwd_bwd_ms"].get<double>(),
+                          s["optimizer_ms"].get<double>(), parts);
+    if (s.contains("gpu_busy_ms"))
+      parts += fmt::format("; GPU busy {:.2f}, idle {:.2f} in a step of {:.2f} with edge timestamps",
+                           s["gpu_busy_ms"].get<double>(), s["gpu_idle_ms"].get<double>(), s["edge_step_ms"].get<double>());
+    std::printf("Training step (B=%lld, T=%lld, grad_accum %d, %s %s, median of %d): %.2f ms (%s), %.0f tokens/s%s\n",
                 static_cast<long long>(o.batch), static_cast<long long>(mc.block_size), o.grad_accum, o.optim_device.c_str(),
-                s["optimizer_name"].get<std::string>().c_str(), o.steps, s["step_ms"].get<double>(),
-                s["fwd_bwd_ms"].get<double>(), s["optimizer_ms"].get<double>(), s["host_cpu_ms"].get<double>(),
+                s["optimizer_name"].get<std::string>().c_str(), o.steps, s["step_ms"].get<double>(), parts.c_str(),
                 s["tokens_per_s"].get<double>(),
                 s.contains("mfu") ? fmt::format(", MFU {:.1f}%", 100 * s["mfu"].get<double>()).c_str() : "");
   }

@@ -159,7 +159,7 @@ constexpr const char* kBenchHelp =
     R"(usage: alpha bench cpu [--json] [--kernels] [--gpt2] [--profile]
        alpha bench gpu [--device D] [--config CONFIG] [--set k=v]... [--steps N] [--peak-tflops X] [--json]
                        [--gemm M,K,N[,ta,tb]]... [--tiles [--walks B,B...]] [--only gemm,kernels,attention,step,overlap]
-                       [--optim gpu|cpu] [--quick]
+                       [--optim gpu|cpu] [--step-split] [--quick]
 
 bench cpu: CPU matmul GFLOP/s at GPT shapes and a transformer block's step time.
   --kernels   per-kernel GB/s and GFLOP/s against this CPU's memory and FMA peaks
@@ -171,7 +171,9 @@ bench gpu: Vulkan timings (timestamps, warm-up, medians) for the config's model 
   --only      a comma list of gemm, kernels, attention, step; overlap (only when named: weight gradients
               beside the backward's memory-bound kernels, no barrier between; half batches interleaved)
   --optim     the step's optimizer state on the gpu (default) or cpu; optim.name picks adamw or muon
-  --steps N   timed training steps (10), after >= 3 warm-up steps and 1 s (the GPU's clocks ramp up)
+  --steps N   timed training steps (10), after >= 3 warm-up steps and 1 s (the GPU's clocks ramp up); then N
+              more with a timestamp where each submission starts and ends: the GPU's busy and idle ms per step
+  --step-split  a host wait after the backward, to time it and the optimizer apart (the trainer has none)
   --peak-tflops X  the GPU's dense f16 peak, for the step's MFU
   --quick     a smoke run: small cases, few repetitions
 --json prints one JSON object instead of the tables.
@@ -211,6 +213,7 @@ int cmd_bench(const std::vector<std::string>& args) {
     else if (a == "--set") overrides.push_back(value());
     else if (a == "--gemm") o.gemm.push_back(value());
     else if (a == "--tiles") o.tiles = true;
+    else if (a == "--step-split") o.step_split = true;
     else if (a == "--walks") {  // comma-separated band heights
       const std::string& v = value();
       for (size_t b = 0; b <= v.size();) {
