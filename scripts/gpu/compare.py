@@ -108,4 +108,8 @@ for name, key, cfg in (("gpt2-124M step B8 T1024", "att_step", "gpt2"), ("shakes
         emit_rounds(f"{name} vs bf16 {'torch.compile' if compiled else 'eager'}",
                     [(s["step_ms"], p["ms"]) for s, p in zip(steps, peers)], "ms", None if compiled else 1.0,
                     alpha_tok_s=round(steps[0]["tokens_per_s"]), torch_tok_s=peers[0]["tok_s"],
-                    alpha_mfu=round(steps[0].get("mfu", 0), 3), torch_tflops=peers[0]["tflops"])
+                    alpha_mfu=round(steps[0].get("mfu", 0), 3), torch_tflops=peers[0]["tflops"],
+                    # the GPU's busy and idle ms per Alpha step (edge-timed steps after the timed ones), every round
+                    alpha_gpu_busy_ms=[round(s.get("gpu_busy_ms", 0), 3) for s in steps],
+                    alpha_gpu_idle_ms=[round(s.get("gpu_idle_ms", 0), 3) for s in steps],
+                    alpha_step_ms_each=[s.get("step_ms_each") for s in steps])
