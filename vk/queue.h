@@ -15,7 +15,8 @@
 //
 // Asynchronous errors (device lost, out of memory at submit or wait) become sticky and are thrown as typed
 // exceptions at the next sync point; recording after one is a no-op. Host waits are finite
-// (ALPHA_VK_TIMEOUT_S): one that runs out is a lost device. Fault injection points: vk/fault.h.
+// (ALPHA_VK_TIMEOUT_S): one that runs out is a lost device; on GPUs they poll before they block
+// (Policy::spin_wait_us). Fault injection points: vk/fault.h.
 #pragma once
 #include <volk.h>
 
