@@ -2,6 +2,7 @@
 // dependent dispatches, buffer pool reuse, typed out-of-memory and asynchronous errors, pipeline cache,
 // host/device coherence of Storage, and an f16-storage kernel variant.
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <string>
 
@@ -65,6 +66,36 @@ TEST_CASE("vk lazy queue batches dependent ops into few submissions and flushes 
     return z;
   });
   expect_close(y, want, 1e-6, 1e-6, "chain");
+  expect_clean();
+}
+
+TEST_CASE("vk lazy queue: an asynchronous read-back returns its submission's bytes while later work is queued") {
+  GpuScope g;
+  auto& q = gpu().runtime().queue();
+  gpu().sync();
+  const Tensor x = randn({64}, 81);
+  Tensor y = ops::add_scalar(ops::scale(x, 2.0), 1.0);
+  Tensor z = ops::scale(y, 3.0);
+  const auto s0 = q.stats();
+  auto t1 = q.download_async(vk::Runtime::buffer_of(y), 16 * sizeof(float));  // y's first 16, then z's
+  auto t2 = q.download_async(vk::Runtime::buffer_of(z), 16 * sizeof(float));
+  CHECK(q.stats().submissions == s0.submissions + 2);  // each submits what was recorded up to its copy
+  Tensor w = z;
+  for (int i = 0; i < 6; ++i) w = ops::add_scalar(w, 1.0);  // later work, recorded after both tickets
+  float a[16], b[16];
+  q.read(t1, a);
+  q.read(t2, b);
+  CHECK(t1.value == 0);  // read once
+  CHECK_THROWS_AS(q.read(t1, a), ValueError);
+  const auto xs = x.to_f32_vector();
+  for (int i = 0; i < 16; ++i) {
+    CHECK(a[i] == float(float(xs[i] * 2.0f) + 1.0f));
+    CHECK(b[i] == float(a[i] * 3.0f));
+  }
+  CHECK(q.stats().host_reads == s0.host_reads + 2);
+  CHECK(q.stats().bytes_down == s0.bytes_down + 2 * 16 * int64_t(sizeof(float)));
+  const auto ws = w.to_f32_vector();  // the later work is intact
+  CHECK(std::abs(ws[0] - (b[0] + 6.0f)) < 1e-4f);
   expect_clean();
 }
 

@@ -257,3 +257,61 @@ TEST_CASE("f16 with optim.device gpu: losses and loss scale as with optim.device
     CHECK(rel_err(cb.file.tensors[i].second, ca.file.tensors[i].second) <= 1e-4);
   }
 }
+
+TEST_CASE("train.overlap_steps: the same bits as reading each step at its end, bad steps and a numerics stop too") {
+  // With overlap each step's loss and grad norm are read during the next step's forward; a bad step abandons that
+  // forward and takes the usual path. Both runs must agree on every record and tensor, down to the bits.
+  struct Run {
+    std::vector<std::string> sets;
+    int rc;
+  };
+  const std::vector<std::string> f16 = {"model.precision=f16", "train.max_steps=12", "train.sample_tokens=0",
+                                        "train.eval_interval=5", "checkpoint.interval=7", "optim.device=gpu",
+                                        "metrics.inspect_interval=0"};
+  // optim.lr 1e4: the weights blow up within a few steps, the loss goes non-finite; the guard skips such updates
+  // and stops the run after 3 in a row.
+  std::vector<std::string> blowup = f16;
+  for (const char* s : {"optim.lr=1e4", "optim.warmup_steps=0", "guard.max_bad_steps=3", "model.precision=f32"})
+    blowup.push_back(s);
+  for (const Run& r : {Run{f16, kExitOk}, Run{blowup, kExitNumerics}}) {
+    TempDir a, b;
+    std::string err;
+    std::vector<std::string> sa = r.sets, sb = r.sets;
+    sa.push_back("train.overlap_steps=false");
+    sb.push_back("train.overlap_steps=true");
+    CHECK(train(a, sa, &err) == r.rc);
+    CHECK(train(b, sb, &err) == r.rc);
+    const fs::path ma = a.path / "run" / "metrics.jsonl", mb = b.path / "run" / "metrics.jsonl";
+    const auto sa_ = of_type(ma, "step"), sb_ = of_type(mb, "step");  // JSON values: a NaN loss is null in both
+    CHECK(sa_.size() >= 5);
+    REQUIRE(sa_.size() == sb_.size());
+    int overlapped = 0;
+    for (size_t i = 0; i < sa_.size(); ++i) {
+      CHECK(!sa_[i].contains("overlapped"));
+      overlapped += sb_[i].value("overlapped", false);
+    }
+    MESSAGE(overlapped << " of " << sb_.size() << " steps overlapped");
+    CHECK(overlapped >= 3);
+    for (size_t i = 0; i < sa_.size(); ++i)
+      for (const char* key : {"loss", "grad_norm", "lr", "step"}) {
+        CAPTURE(key);
+        CHECK(sa_[i][key] == sb_[i][key]);
+      }
+    CHECK(records(ma, "eval", "val_loss") == records(mb, "eval", "val_loss"));
+    const auto ga = of_type(ma, "guard"), gb = of_type(mb, "guard");
+    CHECK(ga.size() == gb.size());
+    for (size_t i = 0; i < std::min(ga.size(), gb.size()); ++i) CHECK(ga[i]["step"] == gb[i]["step"]);
+    if (r.rc == kExitOk) {
+      CHECK(ga.empty());
+      CHECK(records(ma, "step", "loss_scale") == records(mb, "step", "loss_scale"));
+      for (int64_t step : {7, 12}) {
+        CAPTURE(step);
+        const auto ta = checkpoint_tensors(a.path / "run", step), tb = checkpoint_tensors(b.path / "run", step);
+        REQUIRE(ta.size() == tb.size());
+        for (size_t i = 0; i < ta.size(); ++i) CHECK(same_bytes(ta[i].second, tb[i].second));
+      }
+    } else {
+      CHECK(ga.size() >= 3);  // the bad steps the guard recorded before it stopped
+    }
+  }
+}

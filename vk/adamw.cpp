@@ -265,8 +265,14 @@ void GpuAdamW::update_params(const std::vector<size_t>& which, const std::vector
   }
 }
 
+void GpuAdamW::request_stats() {
+  if (ticket_.value == 0) ticket_ = rt_.queue().download_async(Runtime::buffer_of(stats_), 4 * sizeof(float));
+}
+
 GpuAdamW::Stats GpuAdamW::read_stats() {
-  const float* s = stats_.data<float>();  // the one download
+  float s[4];
+  if (ticket_.value != 0) rt_.queue().read(ticket_, s);  // the step's own submission: later work keeps running
+  else std::memcpy(s, stats_.data<float>(), sizeof(s));  // the one download (waits for everything queued)
   const Stats out{s[0], s[1], s[2], s[3] != 0.0f};
   if (step_unread_ && out.skipped) set_step_count(step_count() - 1);  // the CPU path never calls step()
   step_unread_ = false;

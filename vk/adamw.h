@@ -50,7 +50,11 @@ class GpuAdamW : public AdamW {
   };
   // One host read (waits for the queued work). After a vetoed step it sets step_count() back; a clip_and_step
   // whose stats were not read is read by the next clip_and_step, so the count is right before it is used.
+  // After request_stats(), it waits for that step's submission alone (vk::LazyQueue::download_async).
   Stats read_stats();
+  // Queues the read-back of the last clip_and_step's stats and submits, so the host can record the next step's
+  // forward before read_stats() (train.overlap_steps): the GPU is not drained between steps.
+  void request_stats();
   const std::string& ffma() const { return ffma_; }  // the kernels' suffix: "_ffma" where fused_fma(), else ""
 
  protected:
@@ -72,6 +76,7 @@ class GpuAdamW : public AdamW {
   bool profile_sizes_ = profile_shapes_from_env();  // label each update with its param's size
   bool loss_added_ = false;   // add_loss ran since the last clip_and_step: the veto checks the loss sum too
   bool step_unread_ = false;  // a clip_and_step whose skip flag read_stats has not seen yet
+  LazyQueue::ReadTicket ticket_;  // request_stats' read-back, until read_stats
 };
 
 }  // namespace alpha::vk

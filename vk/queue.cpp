@@ -264,6 +264,17 @@ void LazyQueue::upload(const std::shared_ptr<GpuBuffer>& dst, const void* src, s
   }
 }
 
+namespace {
+// A copy's writes made visible to the host's reads after the submission's wait.
+void host_read_barrier(VkCommandBuffer cmd) {
+  VkMemoryBarrier mb{};
+  mb.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER;
+  mb.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
+  mb.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
+  vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &mb, 0, nullptr, 0, nullptr);
+}
+}  // namespace
+
 void LazyQueue::download(const std::shared_ptr<GpuBuffer>& src, void* dst, size_t nbytes) {
   throw_pending();
   ++stats_.host_reads;
@@ -276,13 +287,7 @@ void LazyQueue::download(const std::shared_ptr<GpuBuffer>& src, void* dst, size_
     track(f, {&use, 1});
     const VkBufferCopy region{src->offset() + done, s.offset, n};
     vkCmdCopyBuffer(f.cmd, src->buffer(), ring_.buffer(), 1, &region);
-    // The host reads the staging slice after the wait: make the copy's writes host-visible.
-    VkMemoryBarrier mb{};
-    mb.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER;
-    mb.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
-    mb.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
-    vkCmdPipelineBarrier(f.cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &mb, 0, nullptr, 0,
-                         nullptr);
+    host_read_barrier(f.cmd);  // RAW: the host reads the staging slice after the wait
     const uint64_t v = f.value;
     flush();
     wait_value(v);
@@ -291,6 +296,35 @@ void LazyQueue::download(const std::shared_ptr<GpuBuffer>& src, void* dst, size_
     done += n;
     stats_.bytes_down += static_cast<int64_t>(n);
   }
+}
+
+LazyQueue::ReadTicket LazyQueue::download_async(const std::shared_ptr<GpuBuffer>& src, size_t nbytes) {
+  throw_pending();
+  constexpr VkDeviceSize kSlots = 64 * 1024;  // a few small reads in flight (a step's stats: 16 bytes)
+  if (!readback_) readback_.emplace(dev_, kSlots);
+  Frame& f = recording();
+  const auto s = readback_->try_allocate(nbytes, f.value);
+  if (!s) throw VkError(fmt::format("[vk] {} bytes of unread asynchronous read-backs: read() them first", kSlots),
+                        VK_ERROR_UNKNOWN);
+  const Binding use{src, false};
+  track(f, {&use, 1});
+  const VkBufferCopy region{src->offset(), s->offset, nbytes};
+  vkCmdCopyBuffer(f.cmd, src->buffer(), readback_->buffer(), 1, &region);
+  host_read_barrier(f.cmd);  // RAW: the host reads the slot after its submission completes
+  const ReadTicket t{f.value, s->ptr, nbytes};
+  flush();  // the GPU runs up to the copy while the host records what follows
+  return t;
+}
+
+void LazyQueue::read(ReadTicket& t, void* dst) {
+  ALPHA_CHECK(t.value != 0 && readback_, ValueError, "[vk] read of an empty read-back ticket");
+  ++stats_.host_reads;
+  wait_value(t.value);  // this submission only: what was submitted after it keeps running
+  throw_pending();
+  std::memcpy(dst, t.ptr, t.nbytes);
+  stats_.bytes_down += static_cast<int64_t>(t.nbytes);
+  readback_->retire(t.value);
+  t = ReadTicket{};
 }
 
 void LazyQueue::hold(bool on) {

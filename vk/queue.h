@@ -2,7 +2,8 @@
 // Policy below): a recording is submitted when it holds max_ops dispatches or max_work flops/elements,
 // when the staging ring needs space back, and at every sync point (a read-back: the host needs data;
 // sync()). Each submission signals the next value of one timeline semaphore; the buffers and staging
-// slices it uses stay alive until that value completes.
+// slices it uses stay alive until that value completes. An asynchronous read-back (download_async, then read)
+// waits for its own submission's value only, so the host can record more work before it reads.
 //
 // Barriers only between dependent commands: every buffer remembers the barrier epoch in which it was
 // last written / read; a command that reads a buffer written in the current epoch (RAW), or writes one
@@ -28,6 +29,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <optional>
 #include <string_view>
 #include <vector>
 
@@ -103,6 +105,16 @@ class LazyQueue {
                 std::array<uint32_t, 3> groups, double work, std::string_view name = {});
   void upload(const std::shared_ptr<GpuBuffer>& dst, const void* src, size_t nbytes);   // queued copy
   void download(const std::shared_ptr<GpuBuffer>& src, void* dst, size_t nbytes);      // sync point
+  // A read-back that waits for its own submission only: download_async queues the copy of src's first nbytes into
+  // a host-visible slot of its own and submits; read() then waits for that submission alone (later work keeps the GPU
+  // busy) and copies the bytes out. Tickets are read in the order they were taken, each once.
+  struct ReadTicket {
+    uint64_t value = 0;  // 0: none
+    std::byte* ptr = nullptr;
+    size_t nbytes = 0;
+  };
+  ReadTicket download_async(const std::shared_ptr<GpuBuffer>& src, size_t nbytes);
+  void read(ReadTicket& t, void* dst);  // t becomes empty
   void flush();  // submits the recording (no wait)
   void sync();   // flush + wait for all work; throws a pending asynchronous error
   // Waits for what was submitted, even after an error, without throwing (teardown); after a wait that timed out
@@ -162,6 +174,7 @@ class LazyQueue {
   Stats stats_;
   Semaphore timeline_;
   StagingRing ring_;
+  std::optional<StagingRing> readback_;  // download_async's slots, freed by read(): not by retire()
   std::unique_ptr<Frame> rec_;
   std::deque<std::unique_ptr<Frame>> in_flight_;
   std::vector<std::unique_ptr<Frame>> spare_;

@@ -21,6 +21,7 @@ struct GpuBenchOptions {
   int64_t batch = 64;
   int grad_accum = 1;
   bool defer_weight_grads = true;  // train.defer_weight_grads
+  bool overlap_steps = true;  // train.overlap_steps: a step's stats read during the next one's forward
   std::string optim_device = "gpu";  // AdamW on the GPU (optim.device gpu) or the CPU
   OptimConfig optim;  // from --config/--set: optim.name muon times Muon (optim.muon.*) for the block matrices
   int warmup = 3, steps = 10;

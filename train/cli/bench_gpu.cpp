@@ -227,12 +227,20 @@ nlohmann::json bench_train_step(const GpuBenchOptions& o, DeviceScope& scope, vk
   ag::set_defer_leaf_grads(o.defer_weight_grads);
   auto& queue = be.runtime().queue();
   // One step as the trainer runs it with the GPU optimizer: no host wait between the backward and the update,
-  // one read-back (loss and grad norm) at its end. --step-split adds a wait after the backward to time it apart.
+  // one read-back (loss and grad norm); with train.overlap_steps the read of a step's stats waits until the next
+  // step's forward is recorded up to its loss (the trainer's f16 loss scale for that loss comes from it), so the GPU
+  // is not drained between steps. --step-split adds a wait after the backward to time it apart (and reads each
+  // step's stats at its end).
+  const bool overlap = gopt && o.overlap_steps && !o.step_split;
+  bool unread = false;  // overlap: the last step's stats, queued for read-back
   const auto one_step = [&](double* fwd_bwd_ms) {
     const auto t0 = std::chrono::steady_clock::now();
     for (int micro = 0; micro < o.grad_accum; ++micro) {
+      const Tensor logits = model.forward(idx, true, rng);
+      if (unread) (void)gopt->read_stats();  // the step before's loss and grad norm
+      unread = false;
       const ag::ExpectSeed seed(loss_scale / o.grad_accum);  // cross-entropy's dlogits in its forward pass
-      Tensor loss = model.loss(idx, tgt, true, rng);
+      Tensor loss = model.loss_of(logits, tgt);
       if (gopt) gopt->add_loss(loss, micro == 0);
       ag::backward(loss, loss_scale / o.grad_accum);
     }
@@ -240,12 +248,19 @@ nlohmann::json bench_train_step(const GpuBenchOptions& o, DeviceScope& scope, vk
     if (fwd_bwd_ms) *fwd_bwd_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     if (gopt) {
       gopt->clip_and_step(1e-4, 1.0, 1.0 / loss_scale);
-      (void)gopt->read_stats();  // the step's one host read: loss and grad norm
+      if (overlap) gopt->request_stats();
+      else (void)gopt->read_stats();  // the step's one host read: loss and grad norm
+      unread = overlap;
     } else {
       clip_grad_norm(opt->params(), 1.0 * loss_scale);
       opt->step(1e-4);
     }
     opt->zero_grad();
+    if (!overlap) scope.sync();
+  };
+  const auto drain = [&] {  // the last overlapped step's stats, then nothing in flight
+    if (unread) (void)gopt->read_stats();
+    unread = false;
     scope.sync();
   };
   std::vector<double> fb, total, cpu, wait, restart, restart_first, recycle;
@@ -277,6 +292,7 @@ nlohmann::json bench_train_step(const GpuBenchOptions& o, DeviceScope& scope, vk
   }
   // Then as many steps with a timestamp where each submission starts and ends: the GPU's busy ms per step and its
   // idle ms between submissions (the one at the step's start included), apart from the timed steps above.
+  drain();
   std::vector<double> busy, gap, starved, edge_total;
   if (queue.set_edge_timing(true)) {
     for (int i = 0; i < o.steps; ++i) {
@@ -289,6 +305,7 @@ nlohmann::json bench_train_step(const GpuBenchOptions& o, DeviceScope& scope, vk
       gap.push_back(double(s1.gpu_gap_ns - s0.gpu_gap_ns) / 1e6);
       starved.push_back(double(s1.starved_submissions - s0.starved_submissions));
     }
+    drain();
     queue.set_edge_timing(false);
   }
   be.set_profiling(profiled);
@@ -299,7 +316,7 @@ nlohmann::json bench_train_step(const GpuBenchOptions& o, DeviceScope& scope, vk
                          // host ms from each wait that drained the GPU to the next submission; of the step's host ms,
                          // those recycling finished submissions' command and descriptor pools
                          {"host_restart_ms", median(restart)}, {"host_restart_first_ms", median(restart_first)},
-                         {"host_recycle_ms", median(recycle)},
+                         {"host_recycle_ms", median(recycle)}, {"overlap_steps", overlap},
                          {"warmup_steps", warm_steps}};
   // Every timed step in order: a slow phase (clocks ramping, a busy host) shows as a run of slow steps.
   const auto each = [](const std::vector<double>& v) {

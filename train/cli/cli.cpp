@@ -236,6 +236,7 @@ int cmd_bench(const std::vector<std::string>& args) {
     o.batch = cfg.train.batch_size;
     o.grad_accum = static_cast<int>(cfg.train.grad_accum);
     o.defer_weight_grads = cfg.train.defer_weight_grads;
+    o.overlap_steps = cfg.train.overlap_steps;
     o.optim = cfg.optim;
   }
   ALPHA_CHECK(o.optim_device == "gpu" || o.optim_device == "cpu", UsageError, "[cli] --optim must be gpu or cpu, got \"{}\"",

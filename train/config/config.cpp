@@ -391,6 +391,7 @@ Config parse_config(const json& j) {
   t.log_interval = get_int(j, "train.log_interval", d.train.log_interval, 1, kMaxCount);
   t.sample_tokens = get_int(j, "train.sample_tokens", d.train.sample_tokens, 0, kMaxCount);
   t.defer_weight_grads = get_bool(j, "train.defer_weight_grads", d.train.defer_weight_grads);
+  t.overlap_steps = get_bool(j, "train.overlap_steps", d.train.overlap_steps);
 
   auto& o = c.optim;
   o.name = get_string(j, "optim.name", d.optim.name);

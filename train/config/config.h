@@ -50,6 +50,8 @@ struct TrainConfig {
   int64_t sample_tokens = 200;  // tokens generated at the end of training (0 = none)
   // Weight gradients computed side by side after the rest of backward (GPU; same bits); false holds less memory.
   bool defer_weight_grads = true;
+  // GPU optimizer: the next step's forward is recorded before this step's loss and grad norm are read (same bits).
+  bool overlap_steps = true;
   bool operator==(const TrainConfig&) const = default;
 };
 

@@ -5,6 +5,7 @@
 #include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <optional>
 
@@ -26,15 +27,12 @@
 #include "model/gpt.h"
 #include "loop/guard.h"
 #include "inspect/train_inspector.h"
-#include "metrics/http_sink.h"
 #include "metrics/metrics.h"
 #include "metrics/progress.h"
 #include "loop/run_checkpoint.h"
-#include "checkpoint/hf.h"
-#include "checkpoint/safetensors.h"
+#include "loop/run_setup.h"
 #include "model/sample.h"
 #include "vk/adamw.h"
-#include "vk/muon.h"
 
 namespace alpha {
 
@@ -97,75 +95,6 @@ struct StopSignalScope {
   }
 };
 
-// "init_from": weights from a Hugging Face directory (checkpoint/hf.h), a safetensors file (GPT-2 names) or an
-// ALPH checkpoint (params only; the optimizer, step and RNG streams start fresh).
-void init_weights_from(const Config& cfg, GPT& model, const Tokenizer& tok) {
-  const std::string& p = cfg.init_from;
-  if (is_hf_dir(p)) return load_hf_into(model, p, tok);
-  const bool dir = std::filesystem::is_directory(p);
-  ALPHA_CHECK(std::filesystem::is_regular_file(p), CheckpointError, "[checkpoint] init_from \"{}\" does not exist{}", p,
-              dir ? " as a file, and the directory holds no config.json + model.safetensors" : "");
-  if (p.size() >= 12 && p.substr(p.size() - 12) == ".safetensors") {
-    load_safetensors_into(model, p, tok);
-  } else {
-    const RunCheckpoint ck = load_run_checkpoint(p);
-    check_compatible(ck, model.config(), tok, "init_from");
-    restore_run(ck, model, nullptr);
-  }
-}
-
-
-// Set-up helpers: each owns one concern of opening a run, in the order run_training calls them.
-void check_device(const Config& cfg, DeviceScope& device, Progress& progress) {
-  progress.message("device: " + device.description());
-  ALPHA_CHECK(cfg.optim.device != "gpu" || dynamic_cast<vk::VulkanBackend*>(device.backend()) != nullptr, ConfigError,
-              "[config] \"optim.device\" is \"gpu\" but the run's device is {}: use a GPU device or optim.device cpu",
-              device.description());
-  if (cfg.metrics.profile && !device.profiling())
-    progress.message("metrics.profile: no GPU timestamps on this device, gpu_ms stays absent");
-}
-
-TextData load_data(const Config& cfg) {
-  const TokenizerOptions tok_opt{cfg.data.vocab_size, cfg.data.tokenizer_path};
-  return TextData::is_token_path(cfg.data.path)  // pre-tokenized files are memory-mapped
-             ? TextData::load_tokens(cfg.data.path, cfg.data.val_fraction, cfg.model.block_size, cfg.model.vocab_size,
-                                     cfg.data.tokenizer, tok_opt)
-             : TextData::load(cfg.data.path, cfg.data.tokenizer, cfg.data.val_fraction, cfg.model.block_size, tok_opt);
-}
-
-// The model's vocabulary: the config's, or the tokenizer's; refused before the model exists if it cannot fit.
-int64_t model_vocab_size(const Config& cfg, const TextData& data) {
-  const int64_t V = cfg.model.vocab_size > 0 ? cfg.model.vocab_size : data.tokenizer().vocab_size();
-  ALPHA_CHECK(V >= data.tokenizer().vocab_size(), DataError, "[data] model.vocab_size {} is smaller than the {}-token vocabulary",
-              V, data.tokenizer().vocab_size());
-  check_host_memory(cfg, V);  // before the model exists: an oversized run exits 2 instead of being killed
-  return V;
-}
-
-// Finds the resume checkpoint (if any), then creates out_dir and writes the resolved config.json. A resume
-// target must exist before anything is written to out_dir: never a silent fresh start.
-std::string prepare_out_dir(const Config& cfg, const TrainOptions& opt, bool leader) {
-  const std::string resume_path = opt.resume.empty() ? "" : find_resume_checkpoint(cfg.out_dir, opt.resume);
-  if (!leader) return resume_path;  // MPI: rank 0 alone writes into out_dir
-  std::filesystem::create_directories(cfg.out_dir);
-  nlohmann::json resolved = config_to_json(cfg);
-  std::ofstream(std::filesystem::path(cfg.out_dir) / "config.json") << resolved.dump(2) << "\n";
-  return resume_path;
-}
-
-void attach_http_sink(const Config& cfg, MetricsWriter& metrics) {
-  HttpSinkOptions http;
-  const MetricsHttpConfig& h = cfg.metrics.http;
-  http.url = h.url;
-  http.token_env = h.token_env;
-  http.queue_lines = h.queue_lines;
-  http.batch_lines = h.batch_lines;
-  http.timeout_s = h.timeout_s;
-  http.max_retries = static_cast<int>(h.max_retries);
-  http.close_timeout_s = h.close_timeout_s;
-  metrics.attach_http(http);  // no-op when the url is empty
-}
-
 // What one step produced, handed from the update phase to the guard and logging phases.
 struct StepOutcome {
   Clock::time_point started;
@@ -175,6 +104,7 @@ struct StepOutcome {
   bool overflow = false;  // f16: the loss scale overflowed; the update was skipped (not a guard bad step)
   bool stop = false;      // a stop signal, agreed over the ranks (MPI) so that they all stop at this step
   GuardVerdict verdict;
+  Clock::time_point ended{};  // an overlapped step: when the next one started (its duration's end)
 };
 
 // One training run after set-up: the model, optimizer, RNG streams and run state, and the phases of the loop.
@@ -192,8 +122,19 @@ class TrainingRun {
 
  private:
   Tensor next_batch_loss(Rng& data_rng, Rng& dropout_rng);
-  void forward_backward(StepOutcome& s);
-  void update(StepOutcome& s, int64_t step);
+  // False when before_loss (run once, before the first micro-batch's loss) returned false: the step was abandoned.
+  bool forward_backward(StepOutcome& s, const std::function<bool()>& before_loss = {});
+  void update(StepOutcome& s, int64_t step);  // update_record, then (unless overlapped) update_finish
+  void update_record(StepOutcome& s, int64_t step, bool overlap);
+  void update_finish(StepOutcome& s, int64_t step);
+  // What the loop does after a step: the next one, the one at st_.step again (a rollback, or an overlapped step
+  // abandoned), or stop. `stop`: whether a stop signal ends the run here; null: a signal seen (agreed over the ranks)
+  // by the time the step's records are written.
+  enum class Next { step, redo, stop };
+  Next finish_step(StepOutcome& s, int64_t step, const Rng& data_before, const Rng& dropout_before,
+                   const bool* stop = nullptr);
+  // train.overlap_steps: whether this step's loss and grad norm can be read during the next step's forward.
+  bool can_overlap(int64_t step) const;
   void handle_guard(StepOutcome& s, int64_t step, const Rng& data_before, const Rng& dropout_before);
   void log_step(const StepOutcome& s, int64_t done);
   void evaluate(int64_t done);
@@ -229,6 +170,13 @@ class TrainingRun {
   std::optional<StopSignalScope> signals_;
   std::optional<DataParallel> dp_;  // mpirun: this rank's share of each step (loop/data_parallel.h)
   std::optional<TrainInspector> inspect_;  // metrics.inspect_interval: `inspect` records (train/inspect/)
+  // train.overlap_steps: a step whose update is recorded and whose stats are not yet read.
+  struct Pending {
+    StepOutcome s;
+    int64_t step;
+    Rng data_before, dropout_before;
+  };
+  std::optional<Pending> pending_;
 };
 
 TrainingRun::TrainingRun(const Config& cfg, const TrainOptions& opt, Clock::time_point t0, Progress& progress,
@@ -321,44 +269,94 @@ void TrainingRun::train() {
     faults_.begin_step(step + 1);
     dist::inject_fault_at_step(step + 1);  // test hook: ALPHA_DIST_INJECT
     const Rng data_before = data_rng_, dropout_before = dropout_rng_;  // for find_origin
-    forward_backward(s);
-    update(s, step);
-    if (s.verdict.action != GuardAction::apply) handle_guard(s, step, data_before, dropout_before);
-    faults_.end_step();
-    if (s.verdict.action == GuardAction::rollback) {
-      step = st_.step - 1;  // the loop's ++step continues right after the checkpoint
+    // train.overlap_steps: the step before is finished here, after this step's forward is recorded up to its first
+    // loss (the GPU has it queued while the host reads), and before that loss, whose seed is the f16 loss scale the
+    // step before decides. Anything but a plain step abandons this one's forward and takes the usual path.
+    Next pending_next = Next::step;
+    const auto finish_pending = [&] {
+      if (!pending_) return true;
+      Pending p = std::move(*pending_);
+      pending_.reset();
+      p.s.ended = s.started;
+      update_finish(p.s, p.step);
+      const bool stop = g_stop_signal != 0;
+      const bool plain = p.s.verdict.action == GuardAction::apply && !stop;
+      if (!plain) {  // this step as if it had not begun: no tape, the streams where they were
+        ag::clear_tape();
+        data_rng_ = data_before;
+        dropout_rng_ = dropout_before;
+      }
+      pending_next = finish_step(p.s, p.step, p.data_before, p.dropout_before, &stop);
+      return plain && pending_next == Next::step;
+    };
+    if (!forward_backward(s, finish_pending)) {
+      if (pending_next == Next::stop) break;
+      step = st_.step - 1;  // the loop's ++step takes the abandoned step again (or the one after a rollback)
       continue;
     }
-    if (s.verdict.action == GuardAction::stop) {
-      result_.numerics_stop = true;
-      result_.steps = st_.step;
-      metrics_.write("end", {{"step", st_.step}, {"train_loss", result_.train_loss}, {"val_loss", result_.val_loss},
-                             {"elapsed_s", seconds_since(t0_)}, {"status", "numerics_stop"}});
-      break;
+    const bool overlap = can_overlap(step);
+    update_record(s, step, overlap);
+    if (overlap) {
+      pending_ = Pending{s, step, data_before, dropout_before};
+      continue;
     }
-    if (!s.verdict.bad() && !s.overflow) guard_->commit_good(step + 1, mean_loss(s));
-    if (nlohmann::json rec = inspect_->after_update(); !rec.empty()) metrics_.write("inspect", rec);
-
-    const int64_t done = step + 1;
-    st_.step = done;
-    st_.tokens_seen += tokens_per_step_;
-    log_step(s, done);
-    if (done % cfg_.train.eval_interval == 0 || done == cfg_.train.max_steps) evaluate(done);
-    result_.steps = done;
-    if (opt_.after_step) opt_.after_step(done);
-    const bool stop = dp_->active() ? s.stop : g_stop_signal != 0;
-    // No interval checkpoint right after a skipped update: the streak may not be over.
-    if ((done % cfg_.checkpoint.interval == 0 && !s.verdict.bad()) || done == cfg_.train.max_steps || stop)
-      save_checkpoint();
-    if (stop) {
-      result_.interrupted = true;
-      metrics_.write("interrupted", {{"step", done}, {"signal", static_cast<int>(g_stop_signal)},
-                                     {"checkpoint", result_.checkpoint}, {"elapsed_s", seconds_since(t0_)}});
-      break;
-    }
+    update_finish(s, step);
+    const Next next = finish_step(s, step, data_before, dropout_before);
+    if (next == Next::stop) break;
+    if (next == Next::redo) step = st_.step - 1;  // the loop's ++step continues right after the checkpoint
+  }
+  if (pending_) {  // can_overlap leaves none at the last step; a loop left early (an exception) has already unwound
+    Pending p = std::move(*pending_);
+    pending_.reset();
+    update_finish(p.s, p.step);
+    finish_step(p.s, p.step, p.data_before, p.dropout_before);
   }
   progress_.finish();
   result_.seconds = seconds_since(t0_);
+}
+
+bool TrainingRun::can_overlap(int64_t step) const {
+  const int64_t done = step + 1;
+  // Not where the step's end evaluates, checkpoints or is the last; not with the test hooks, MPI or inspection.
+  return cfg_.train.overlap_steps && gpu_optimizer_ && !dp_->active() && faults_.empty() && !opt_.after_step &&
+         cfg_.metrics.inspect_interval == 0 && done < cfg_.train.max_steps && done % cfg_.train.eval_interval != 0 &&
+         done % cfg_.checkpoint.interval != 0 && g_stop_signal == 0;
+}
+
+// After the update: the guard's verdict and its handling, the step's records, evaluation and checkpoint.
+TrainingRun::Next TrainingRun::finish_step(StepOutcome& s, int64_t step, const Rng& data_before,
+                                           const Rng& dropout_before, const bool* stop_now) {
+  if (s.verdict.action != GuardAction::apply) handle_guard(s, step, data_before, dropout_before);
+  faults_.end_step();
+  if (s.verdict.action == GuardAction::rollback) return Next::redo;
+  if (s.verdict.action == GuardAction::stop) {
+    result_.numerics_stop = true;
+    result_.steps = st_.step;
+    metrics_.write("end", {{"step", st_.step}, {"train_loss", result_.train_loss}, {"val_loss", result_.val_loss},
+                           {"elapsed_s", seconds_since(t0_)}, {"status", "numerics_stop"}});
+    return Next::stop;
+  }
+  if (!s.verdict.bad() && !s.overflow) guard_->commit_good(step + 1, mean_loss(s));
+  if (nlohmann::json rec = inspect_->after_update(); !rec.empty()) metrics_.write("inspect", rec);
+
+  const int64_t done = step + 1;
+  st_.step = done;
+  st_.tokens_seen += tokens_per_step_;
+  log_step(s, done);
+  if (done % cfg_.train.eval_interval == 0 || done == cfg_.train.max_steps) evaluate(done);
+  result_.steps = done;
+  if (opt_.after_step) opt_.after_step(done);
+  const bool stop = stop_now ? *stop_now : dp_->active() ? s.stop : g_stop_signal != 0;
+  // No interval checkpoint right after a skipped update: the streak may not be over.
+  if ((done % cfg_.checkpoint.interval == 0 && !s.verdict.bad()) || done == cfg_.train.max_steps || stop)
+    save_checkpoint();
+  if (stop) {
+    result_.interrupted = true;
+    metrics_.write("interrupted", {{"step", done}, {"signal", static_cast<int>(g_stop_signal)},
+                                   {"checkpoint", result_.checkpoint}, {"elapsed_s", seconds_since(t0_)}});
+    return Next::stop;
+  }
+  return Next::step;
 }
 
 // One micro-batch of the training split through the model (with dropout); the loss, on the tape.
@@ -369,15 +367,18 @@ Tensor TrainingRun::next_batch_loss(Rng& data_rng, Rng& dropout_rng) {
 
 // Forward and backward over grad_accum micro-batches: the parameters' grads hold the step's mean gradient.
 // MPI: this rank's grad_accum micro-batches of the N x grad_accum, then the sum of the ranks' gradients.
-void TrainingRun::forward_backward(StepOutcome& s) {
+bool TrainingRun::forward_backward(StepOutcome& s, const std::function<bool()>& before_loss) {
   dp_->begin_step(data_, data_rng_, dropout_rng_);
   inspect_->begin_forward(st_.step + 1);  // activation stats of the first micro-batch on an inspect step
   for (int64_t micro = 0; micro < cfg_.train.grad_accum; ++micro) {
-    // The seed of this micro-batch's backward (below), known before its forward: cross-entropy's dlogits come
+    auto [x, y] = data_.batch(false, cfg_.train.batch_size, cfg_.model.block_size, data_rng_);
+    const Tensor logits = model_->forward(x, /*training=*/true, dropout_rng_);
+    if (micro == 0 && before_loss && !before_loss()) return false;
+    // The seed of this micro-batch's backward (below), known before its loss: cross-entropy's dlogits come
     // from its forward pass (one read of the logits instead of two).
     const double seed = (scaler_ ? scaler_->scale() : 1.0) / static_cast<double>(dp_->global_micro_steps());
     const ag::ExpectSeed expect(seed);
-    Tensor loss = next_batch_loss(data_rng_, dropout_rng_);
+    Tensor loss = model_->loss_of(logits, y);
     inspect_->end_forward();
     if (gpu_optimizer_) gpu_optimizer_->add_loss(loss, micro == 0);  // summed on the GPU, read once in update
     else s.loss_sum += loss.item();
@@ -391,9 +392,39 @@ void TrainingRun::forward_backward(StepOutcome& s) {
   dp_->reduce_grads();
   s.stop = g_stop_signal != 0;
   s.loss_sum = dp_->reduce_loss(s.loss_sum, s.stop);
+  return true;
 }
 
-// Unscale (f16), clip, AdamW, and the numerics guard's verdict on the step (s.verdict).
+// The GPU optimizer's update recorded, nothing read (overlap: its stats' read-back queued); the CPU's, whole.
+void TrainingRun::update_record(StepOutcome& s, int64_t step, bool overlap) {
+  if (!gpu_optimizer_) return update(s, step);
+  // Per-parameter gradient norms (before clipping; the GPU AdamW unscales inside its step) and weights before it.
+  inspect_->before_update(scaler_ ? scaler_->scale() : 1.0);
+  gpu_optimizer_->clip_and_step(s.lr, cfg_.optim.grad_clip, scaler_ ? 1.0 / scaler_->scale() : 1.0);
+  if (overlap) gpu_optimizer_->request_stats();
+}
+
+// The GPU optimizer's step read back (loss + grad norm): the loss scale's update and the guard's verdict.
+void TrainingRun::update_finish(StepOutcome& s, int64_t step) {
+  if (!gpu_optimizer_) return;
+  const vk::GpuAdamW::Stats g = gpu_optimizer_->read_stats();  // the step's one host read: loss + grad norm
+  bool no_stop = false;  // stopping was agreed in forward_backward; this sums the GPU-held losses of the ranks
+  s.loss_sum = dp_->reduce_loss(g.loss, no_stop);
+  s.grad_norm = g.grad_norm;
+  if (scaler_) {  // the CPU branch's scaler logic, on the GPU's finite check of the unscaled grads
+    const bool finite = std::isfinite(s.grad_norm);
+    s.overflow = !finite && std::isfinite(s.loss_sum);
+    if (finite || s.overflow) scaler_->update(finite);
+    if (s.overflow) s.grad_norm = 0;
+  }
+  optimizer_owner_->zero_grad();
+  // GPU AdamW vetoed a non-finite step on the GPU (so skip works); a finite one is applied: a spike only warns.
+  if (!s.overflow)
+    s.verdict = guard_->check_update(step + 1, mean_loss(s), s.grad_norm, !result_.checkpoint.empty(),
+                                     /*vetoable=*/g.skipped);
+}
+
+// The CPU optimizer: unscale (f16), clip, AdamW, and the numerics guard's verdict on the step (s.verdict).
 void TrainingRun::update(StepOutcome& s, int64_t step) {
   // f16 loss scaling: non-finite grads of a finite loss are an overflow of the scale, which the scaler
   // handles (update skipped, scale backed off): not a numerics-guard bad step. A non-finite loss still is.
@@ -402,26 +433,12 @@ void TrainingRun::update(StepOutcome& s, int64_t step) {
     s.overflow = !finite && std::isfinite(s.loss_sum);
     if (finite || s.overflow) scaler_->update(finite);
   }
-  // Per-parameter gradient norms (before clipping; the GPU AdamW unscales inside its step) and weights before it.
-  inspect_->before_update(scaler_ && gpu_optimizer_ ? scaler_->scale() : 1.0);
+  // Per-parameter gradient norms (before clipping) and weights before it.
+  inspect_->before_update(1.0);
   AdamW& optimizer = *optimizer_owner_;
   const bool have_checkpoint = !result_.checkpoint.empty();
-  bool gpu_vetoed = false;  // GPU AdamW skipped the update itself (non-finite grad norm or loss)
   if (s.overflow) {
     optimizer.zero_grad();  // skipped update; grad_norm reads 0 in the step record
-  } else if (gpu_optimizer_) {
-    gpu_optimizer_->clip_and_step(s.lr, cfg_.optim.grad_clip, scaler_ ? 1.0 / scaler_->scale() : 1.0);
-    const vk::GpuAdamW::Stats g = gpu_optimizer_->read_stats();  // the step's one host read: loss + grad norm
-    bool no_stop = false;  // stopping was agreed in forward_backward; this sums the GPU-held losses of the ranks
-    s.loss_sum = dp_->reduce_loss(g.loss, no_stop);
-    s.grad_norm = g.grad_norm;
-    gpu_vetoed = g.skipped;
-    if (scaler_) {  // the CPU branch's scaler logic, on the GPU's finite check of the unscaled grads
-      const bool finite = std::isfinite(s.grad_norm);
-      s.overflow = !finite && std::isfinite(s.loss_sum);
-      if (finite || s.overflow) scaler_->update(finite);
-      if (s.overflow) s.grad_norm = 0;
-    }
   } else {
     s.grad_norm = clip_grad_norm(params_, cfg_.optim.grad_clip);
     // A non-finite loss or grad norm (or a spike with spike_action skip) vetoes the update.
@@ -436,9 +453,6 @@ void TrainingRun::update(StepOutcome& s, int64_t step) {
     }
   }
   optimizer.zero_grad();
-  // GPU AdamW vetoed a non-finite step on the GPU (so skip works); a finite one is applied: a spike only warns.
-  if (gpu_optimizer_ && !s.overflow)
-    s.verdict = guard_->check_update(step + 1, mean_loss(s), s.grad_norm, have_checkpoint, /*vetoable=*/gpu_vetoed);
 }
 
 // A step the guard did not simply apply: name the first non-finite op if asked, roll back if decided, record it.
@@ -453,13 +467,17 @@ void TrainingRun::handle_guard(StepOutcome& s, int64_t step, const Rng& data_bef
 }
 
 void TrainingRun::log_step(const StepOutcome& s, int64_t done) {
-  const double step_s = seconds_since(s.started), elapsed = seconds_since(t0_);
+  // An overlapped step ends where the next one began (its stats are read during that one's forward).
+  const double step_s = s.ended != Clock::time_point{} ? std::chrono::duration<double>(s.ended - s.started).count()
+                                                       : seconds_since(s.started);
+  const double elapsed = seconds_since(t0_);
   const double loss_v = mean_loss(s);
   const double tps = static_cast<double>(tokens_per_step_) / step_s;
   if (done % cfg_.train.log_interval == 0 || done == cfg_.train.max_steps) {
     nlohmann::json rec = {{"step", done}, {"loss", loss_v}, {"lr", s.lr}, {"grad_norm", s.grad_norm},
                           {"tokens_per_sec", tps}, {"step_ms", step_s * 1e3}, {"elapsed_s", elapsed},
                           {"tokens_seen", st_.tokens_seen}, {"flops_per_step", flops_per_step_}};
+    if (s.ended != Clock::time_point{}) rec["overlapped"] = true;  // train.overlap_steps: read during the next step
     if (cfg_.metrics.peak_tflops > 0) rec["mfu"] = flops_per_step_ / step_s / (cfg_.metrics.peak_tflops * 1e12);
     if (scaler_) {  // f16 mode: the scale after this step and the overflow-skipped updates so far
       rec["loss_scale"] = scaler_->scale();
@@ -549,23 +567,6 @@ TrainResult TrainingRun::finish() {
 }
 
 }  // namespace
-
-std::unique_ptr<AdamW> make_muon(const OptimConfig& o, const GPT& model, const AdamWOptions& adamw,
-                                 vk::VulkanBackend* gpu) {
-  std::vector<bool> mask;
-  for (const auto& [name, p] : model.named_parameters()) mask.push_back(muon_eligible(name, p));
-  MuonOptions mo;
-  mo.lr = o.muon.lr;
-  mo.base_lr = o.lr;
-  mo.momentum = o.muon.momentum;
-  mo.weight_decay = o.muon.weight_decay;
-  mo.nesterov = o.muon.nesterov;
-  mo.ns_steps = o.muon.ns_steps;
-  mo.ns_dtype = o.muon.ns_dtype == "f16" ? DType::f16 : DType::f32;
-  std::copy(o.muon.ns_coefficients.begin(), o.muon.ns_coefficients.end(), mo.ns_coefficients.begin());
-  if (gpu) return std::make_unique<vk::GpuMuon>(*gpu, model.parameters(), std::move(mask), adamw, mo);
-  return std::make_unique<Muon>(model.parameters(), std::move(mask), adamw, mo);
-}
 
 // The phases, in order: set-up (device, data, out_dir, metrics; then the model and optimizer), resume, the
 // loop (forward_backward, update, guard, log, evaluate, checkpoint per step), finish (sample, "end").

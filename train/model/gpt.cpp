@@ -203,9 +203,14 @@ Tensor GPT::forward_cached(const Tensor& idx_new, KVCache& cache) const {
 Tensor GPT::loss(const Tensor& idx, const Tensor& targets, bool training, Rng& rng) const {
   ALPHA_CHECK(targets.shape() == idx.shape(), ShapeError, "[gpt] targets {} do not match idx {}", targets.str(),
               idx.str());
-  Tensor logits = forward(idx, training, rng);
-  const int64_t V = cfg_.vocab_size;
-  return ag::cross_entropy(ag::reshape(logits, {-1, V}), targets.reshape({-1}));
+  return loss_of(forward(idx, training, rng), targets);
+}
+
+Tensor GPT::loss_of(const Tensor& logits, const Tensor& targets) const {
+  const bool fits = logits.dim() == 3 && targets.dim() == 2 && targets.size(0) == logits.size(0) &&
+                    targets.size(1) == logits.size(1);
+  ALPHA_CHECK(fits, ShapeError, "[gpt] targets {} do not match logits {}", targets.str(), logits.str());
+  return ag::cross_entropy(ag::reshape(logits, {-1, cfg_.vocab_size}), targets.reshape({-1}));
 }
 
 }  // namespace alpha

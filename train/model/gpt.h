@@ -82,8 +82,9 @@ class GPT {
   // positions. cache.length + Tn must be <= block_size (callers re-prefill a cropped window past that).
   KVCache make_cache(int64_t B) const;
   Tensor forward_cached(const Tensor& idx_new, KVCache& cache) const;
-  // Mean cross-entropy of forward(idx) against targets i32 (B, T).
+  // Mean cross-entropy of forward(idx) against targets i32 (B, T): loss_of(forward(idx), targets).
   Tensor loss(const Tensor& idx, const Tensor& targets, bool training, Rng& dropout_rng) const;
+  Tensor loss_of(const Tensor& logits, const Tensor& targets) const;  // logits (B, T, V), targets i32 (B, T)
   // Installs (or, with an empty function, removes) the activation observer; no observer costs nothing.
   void set_observer(ActivationObserver fn) { observer_ = std::move(fn); }
   // FLOPs of one forward+backward per token (6N + attention), for MFU.

@@ -105,6 +105,7 @@ TEST_CASE("config: an empty object gives the documented defaults") {
   CHECK(c.train.log_interval == 1);
   CHECK(c.train.sample_tokens == 200);
   CHECK(c.train.defer_weight_grads);
+  CHECK(c.train.overlap_steps);
   CHECK(c.optim.lr == 1e-3);
   CHECK(c.optim.min_lr == 1e-4);
   CHECK(c.optim.warmup_steps == 100);
@@ -439,7 +440,7 @@ TEST_CASE("config: config_to_json has every key and round-trips") {
   c.model.attention = "unfused";
   c.model.precision = "f16";
   c.data = {"d.txt", "bpe", 0.25, "sequential", 1000, "tok/"};
-  c.train = {7, 2, 99, 11, 5, 3, 0, false};
+  c.train = {7, 2, 99, 11, 5, 3, 0, false, false};
   c.optim.lr = 0.123456789012345;
   c.optim.min_lr = 1e-7;
   c.optim.warmup_steps = 0;
@@ -470,7 +471,7 @@ TEST_CASE("config: config_to_json has every key and round-trips") {
   leaf_keys(j, "", keys);
   leaf_keys(d, "", default_keys);
   CHECK(keys == default_keys);
-  CHECK(keys.size() == 78);  // 4 top-level + 16 model + 4 data + 8 train + 21 optim + 2 checkpoint + 2 metrics
+  CHECK(keys.size() == 79);  // 4 top-level + 16 model + 4 data + 9 train + 21 optim + 2 checkpoint + 2 metrics
                              // + 3 dispatch + 7 guard
   // The Llama keys need arch llama (which refuses biases): a second config sets them all.
   Config l = c;
