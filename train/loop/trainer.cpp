@@ -124,7 +124,7 @@ class TrainingRun {
   Tensor next_batch_loss(Rng& data_rng, Rng& dropout_rng);
   // False when before_loss (run once, before the first micro-batch's loss) returned false: the step was abandoned.
   bool forward_backward(StepOutcome& s, const std::function<bool()>& before_loss = {});
-  void update(StepOutcome& s, int64_t step);  // update_record, then (unless overlapped) update_finish
+  void update(StepOutcome& s, int64_t step);  // the CPU optimizer's whole update (update_record runs it)
   void update_record(StepOutcome& s, int64_t step, bool overlap);
   void update_finish(StepOutcome& s, int64_t step);
   // What the loop does after a step: the next one, the one at st_.step again (a rollback, or an overlapped step
