@@ -273,7 +273,9 @@ TEST_CASE("train.overlap_steps: the same bits as reading each step at its end, b
   std::vector<std::string> blowup = f16;
   for (const char* s : {"optim.lr=1e4", "optim.warmup_steps=0", "guard.max_bad_steps=3", "model.precision=f32"})
     blowup.push_back(s);
-  for (const Run& r : {Run{f16, kExitOk}, Run{blowup, kExitNumerics}}) {
+  std::vector<std::string> accum = f16;  // two micro-batches: the step before is read before the first one's loss
+  accum.push_back("train.grad_accum=2");
+  for (const Run& r : {Run{f16, kExitOk}, Run{accum, kExitOk}, Run{blowup, kExitNumerics}}) {
     TempDir a, b;
     std::string err;
     std::vector<std::string> sa = r.sets, sb = r.sets;
