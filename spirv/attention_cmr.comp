@@ -29,8 +29,11 @@
 #define NSG 2u
 #define SG_ROWS 32u
 #endif
+#ifndef BC
 #define BC 32u  // blocks of 32 keys (queries in DKDV): fewer live fragments than 64 (registers 166 -> 136 in the
-                // forward) and 9% faster on an H200; 16 was slower (twice the barriers)
+                // forward) and 9% faster on an H200; 16 was slower (twice the barriers). DKDV also builds with 64
+                // (`dkdv64`): 6% faster at T 1024, 5% slower at T 256 (vk/attention.cpp dkdv_block)
+#endif
 #include "attention_cm.glsl"
 
 // 4-byte views of the f16 outputs: a lane's two adjacent columns of a fragment row leave in one store (2-byte stores
@@ -393,33 +396,41 @@ void main() {
     }
     // Every query of the block is live and sees every key of this subgroup, and nothing drops (subgroup-uniform).
     const bool plain = i0 + BC <= p.tq && s0 + 16u <= p.tk && s0 + 16u <= i0 + p.shift + 1u && p.threshold == 0u;
+    // The test sits outside the 16-query sub-blocks, so each path is one straight run of code: the compiler can
+    // overlap one sub-block's products with the other's exponentials. Same operations, same order per accumulator.
+    F32MAT st[BC / 16u], dpt[BC / 16u];  // S^T = K Q^T, dP^T = V dO^T (keys as rows), per 16-query sub-block
     [[unroll]] for (uint n = 0u; n < BC / 16u; ++n) {  // queries [i0 + 16 n, i0 + 16 n + 16)
-      F32MAT st = F32MAT(0.0), dpt = F32MAT(0.0);  // S^T = K Q^T, dP^T = V dO^T (keys as rows)
+      st[n] = F32MAT(0.0);
+      dpt[n] = F32MAT(0.0);
       [[unroll]] for (uint d = 0u; d < NF; ++d) {
         F16MAT fq, fg;
         coopMatLoadNV(fq, As, (16u * n) * LDV + 2u * d, LDV, true);  // Q^T
         coopMatLoadNV(fg, Bs, (16u * n) * LDV + 2u * d, LDV, true);  // dO^T
-        st = coopMatMulAddNV(fk[d], fq, st);
-        dpt = coopMatMulAddNV(fv[d], fg, dpt);
+        st[n] = coopMatMulAddNV(fk[d], fq, st[n]);
+        dpt[n] = coopMatMulAddNV(fv[d], fg, dpt[n]);
       }
-      if (plain) {  // the general path's values (multiplying by 1 is exact) without its per-element tests
+    }
+    if (plain) {  // the general path's values (multiplying by 1 is exact) without its per-element tests
+      [[unroll]] for (uint n = 0u; n < BC / 16u; ++n)
         [[unroll]] for (uint e = 0u; e < 8u; ++e) {
           const uint qi = 16u * n + COL(e);
-          const float pr = exp(st[e] * p.scale - ls[qi]);
-          st[e] = pr;
-          dpt[e] = pr * (dpt[e] - drs[qi]);
+          const float pr = exp(st[n][e] * p.scale - ls[qi]);
+          st[n][e] = pr;
+          dpt[n][e] = pr * (dpt[n][e] - drs[qi]);
         }
-      } else {
+    } else {
+      [[unroll]] for (uint n = 0u; n < BC / 16u; ++n)
         [[unroll]] for (uint e = 0u; e < 8u; ++e) {  // st becomes P~^T, dpt becomes dS^T
           const uint qi = 16u * n + COL(e), i = i0 + qi, j = key[HALF(e)];
           const bool seen = i < p.tq && j < p.tk && j < visible(i);
-          const float pr = seen ? exp(st[e] * p.scale - ls[qi]) : 0.0;
+          const float pr = seen ? exp(st[n][e] * p.scale - ls[qi]) : 0.0;
           const float mult = pr == 0.0 ? 0.0 : keep_factor(bh, i, j);
-          st[e] = pr * mult;
-          dpt[e] = pr * (dpt[e] * mult - drs[qi]);
+          st[n][e] = pr * mult;
+          dpt[n][e] = pr * (dpt[n][e] * mult - drs[qi]);
         }
-      }
-      const F16MAT fp = F16MAT(st), fs = F16MAT(dpt);
+    }
+    [[unroll]] for (uint n = 0u; n < BC / 16u; ++n) {
+      const F16MAT fp = F16MAT(st[n]), fs = F16MAT(dpt[n]);
 #ifdef DQS
       coopMatStoreNV(fs, dss, 16u * sg * DS_RS + 2u * n, DS_RS, false);  // dS^T rows: this subgroup's 16 keys
 #endif

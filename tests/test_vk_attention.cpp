@@ -6,6 +6,7 @@
 // Dimension legend: B batch, H heads, Tq query rows, Tk keys, D head size, C = H*D.
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <string>
 #include <vector>
@@ -321,13 +322,18 @@ TEST_CASE("vk attention f16, head size 64: every tensor-core and SIMT kernel mat
     const auto ap = params(c);
     const auto cf = on_cpu([&] { return ops::attention(in.q, in.k, in.v, ap); });
     const auto cb = on_cpu([&] { return ops::attention_backward(in.dout, in.q, in.k, in.v, cf.out, cf.lse, ap, c.views); });
-    for (const std::string run : {"auto", "auto/ds16", "auto/recompute", "cm", "simt"}) {
-      const std::string mode = run.substr(0, run.find('/'));
-      const std::string dq = run.find('/') == std::string::npos ? "ds" : run.substr(run.find('/') + 1);
+    // "@64": dk/dv over query blocks of 64 (these shapes have < 512 queries, so auto takes 32): the same bits.
+    std::map<std::string, ops::AttentionGrads> by_run;
+    for (const std::string run : {"auto", "auto/ds16", "auto/recompute", "auto@64", "auto/recompute@64", "cm", "simt"}) {
+      const size_t at = run.find('@');
+      const std::string plan = run.substr(0, at), block = at == std::string::npos ? "auto" : run.substr(at + 1);
+      const std::string mode = plan.substr(0, plan.find('/'));
+      const std::string dq = plan.find('/') == std::string::npos ? "ds" : plan.substr(plan.find('/') + 1);
       const bool dq_from_ds = dq != "recompute";
       INFO("ALPHA_VK_ATTENTION mode: " << run);
       gpu().set_attention_mode(mode);
       gpu().set_attention_dq(dq);
+      gpu().set_attention_dkdv_block(block);
       const std::string want = mode == "auto" ? auto_kernel : mode == "cm" ? cm_kernel : "attention";
       gpu().sync();
       const auto k0 = gpu().runtime().kernel_counts();
@@ -345,19 +351,35 @@ TEST_CASE("vk attention f16, head size 64: every tensor-core and SIMT kernel mat
       auto ran = [&](const std::string& k) { return k1[k] - (k0.count(k) ? k0.at(k) : 0); };
       for (const std::string k : {"attention_cmr", "attention_cm"}) {
         const bool ds = want == k && k == "attention_cmr" && dq_from_ds;  // dq from the stored dS^T
+        const bool b64 = k == "attention_cmr" && block == "64";
         CHECK(ran(k + "_f16") == (want == k ? 1 : 0));
         CHECK(ran(k + "_dq_f16") == (want == k && !ds ? 1 : 0));
-        CHECK(ran(k + "_dkdv_f16") == (want == k && !ds ? 1 : 0));
+        CHECK(ran(k + "_dkdv_f16") == (want == k && !ds && !b64 ? 1 : 0));
+        CHECK(ran(k + "_dkdv64_f16") == (want == k && !ds && b64 ? 1 : 0));
         CHECK(ran(k + "_dqs_dq2_f16") == (ds && dq == "ds" ? 1 : 0));
         CHECK(ran(k + "_dqs_dq_f16") == (ds && dq == "ds16" ? 1 : 0));
-        CHECK(ran(k + "_dqs_dkdv_f16") == (ds ? 1 : 0));
+        CHECK(ran(k + "_dqs_dkdv_f16") == (ds && !b64 ? 1 : 0));
+        CHECK(ran(k + "_dqs_dkdv64_f16") == (ds && b64 ? 1 : 0));
       }
+      if (block == "64") {  // the block of 32's run of the same plan: bit for bit (f16 -> f32 is exact)
+        const ops::AttentionGrads& ref = by_run.at(plan);
+        auto same = [](const Tensor& a, const Tensor& b) {
+          const Tensor x = a.to(DType::f32).contiguous(), y = b.to(DType::f32).contiguous();
+          return x.shape() == y.shape() && std::memcmp(x.data<float>(), y.data<float>(), x.nbytes()) == 0;
+        };
+        CHECK(same(gb.dq, ref.dq));
+        CHECK(same(gb.dk, ref.dk));
+        CHECK(same(gb.dv, ref.dv));
+      }
+      by_run[run] = gb;
       CHECK(ran("attention_f16") == (want == "attention" ? 1 : 0));
       CHECK(ran("attention_rowdot_f16") + ran("attention_rowdot_f16_vec4") == 1);
     }
     gpu().set_attention_mode(vk::attention_mode_from_env());
     gpu().set_attention_dq(vk::attention_dq_from_env());
+    gpu().set_attention_dkdv_block(vk::attention_dkdv_block_from_env());
   }
   CHECK_THROWS_AS(gpu().set_attention_dq("ds8"), ValueError);  // names the accepted modes
+  CHECK_THROWS_AS(gpu().set_attention_dkdv_block("48"), ValueError);
   expect_clean();
 }

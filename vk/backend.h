@@ -60,6 +60,9 @@ std::string attention_mode_from_env();
 // ALPHA_VK_ATTENTION_DQ: attention_cmr's dq from the dS^T its dk/dv kernel stores, "ds" (default: subgroups of 32
 // query rows) or "ds16" (16 rows), or by recomputing S and dP, "recompute".
 std::string attention_dq_from_env();
+// ALPHA_VK_ATTENTION_DKDV_BLOCK: attention_cmr's dk/dv query block, "auto" (default: 64 from 512 queries, else 32),
+// "32" or "64"; the same bits either way.
+std::string attention_dkdv_block_from_env();
 
 class VulkanBackend : public Backend {
  public:
@@ -84,6 +87,7 @@ class VulkanBackend : public Backend {
   void set_matmul_mode(MatmulMode m) { matmul_mode_ = m; }
   void set_attention_mode(std::string mode);  // auto | cm | simt (ValueError otherwise)
   void set_attention_dq(std::string mode);  // ds | ds16 | recompute (ValueError otherwise)
+  void set_attention_dkdv_block(std::string block);  // auto | 32 | 64 (ValueError otherwise)
   // The kernel family fused attention of `dtype`, head size D, runs with: "attention_cmr", "attention_cm" or
   // "attention".
   std::string attention_kernel(DType dtype, int64_t D) const;
@@ -258,6 +262,7 @@ class VulkanBackend : public Backend {
   std::vector<std::function<void()>> after_concurrent_;
   std::string attention_mode_ = attention_mode_from_env();
   std::string attention_dq_ = attention_dq_from_env();
+  std::string attention_dkdv_block_ = attention_dkdv_block_from_env();
   mutable int quad_layout_ = -1;  // coopmat_quad_layout(): -1 not probed yet
 };
 
