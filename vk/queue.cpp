@@ -319,6 +319,9 @@ LazyQueue::ReadTicket LazyQueue::download_async(const std::shared_ptr<GpuBuffer>
 void LazyQueue::read(ReadTicket& t, void* dst) {
   ALPHA_CHECK(t.value != 0 && readback_, ValueError, "[vk] read of an empty read-back ticket");
   ++stats_.host_reads;
+  // What is recorded so far goes first (an overlapped step's forward): the GPU runs it while the host waits, instead
+  // of idling from the read-back's submission to the next flush.
+  if (!hold_) flush();
   wait_value(t.value);  // this submission only: what was submitted after it keeps running
   throw_pending();
   std::memcpy(dst, t.ptr, t.nbytes);
