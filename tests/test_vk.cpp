@@ -83,8 +83,12 @@ TEST_CASE("vk lazy queue: an asynchronous read-back returns its submission's byt
   Tensor w = z;
   for (int i = 0; i < 6; ++i) w = ops::add_scalar(w, 1.0);  // later work, recorded after both tickets
   float a[16], b[16];
+  const auto s1 = q.stats();
   q.read(t1, a);
+  // The later work went out before the wait (the GPU runs it meanwhile); the second read has nothing to submit.
+  CHECK(q.stats().submissions == s1.submissions + 1);
   q.read(t2, b);
+  CHECK(q.stats().submissions == s1.submissions + 1);
   CHECK(t1.value == 0);  // read once
   CHECK_THROWS_AS(q.read(t1, a), ValueError);
   const auto xs = x.to_f32_vector();
