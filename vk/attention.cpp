@@ -8,14 +8,15 @@
 // Dimension legend: B batch, H heads, Tq query rows, Tk keys, D head size.
 #include <algorithm>
 #include <array>
+#include <initializer_list>
 #include <cmath>
 #include <cstdlib>
-#include <cstring>
 #include <limits>
 #include <string_view>
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "spirv/push_constants.h"
 #include "vk/backend.h"
@@ -101,53 +102,35 @@ bool cm_aligned(const uint32_t l[4]) { return l[0] % 8 == 0 && l[1] % 8 == 0 && 
 
 }  // namespace
 
-std::string attention_mode_from_env() {
-  const char* e = std::getenv("ALPHA_VK_ATTENTION");
-  if (!e || !*e) return "auto";
-  if (std::strcmp(e, "auto") != 0 && std::strcmp(e, "cm") != 0 && std::strcmp(e, "simt") != 0)
-    throw ValueError(fmt::format("[vk] ALPHA_VK_ATTENTION='{}' is not one of auto, cm, simt", e));
-  return e;
+// The attention settings' values: `value` when it is one of `choices`, else a ValueError naming `what` and them.
+static std::string one_of(std::string value, std::string_view what, std::initializer_list<std::string_view> choices) {
+  if (std::find(choices.begin(), choices.end(), value) == choices.end())
+    throw ValueError(fmt::format("[vk] {} '{}' is not one of {}", what, value, fmt::join(choices, ", ")));
+  return value;
+}
+// An environment variable's setting: `fallback` when unset or empty.
+static std::string from_env(const char* var, const char* fallback, std::initializer_list<std::string_view> choices) {
+  const char* e = std::getenv(var);
+  return one_of(e && *e ? e : fallback, var, choices);
 }
 
-static bool attention_dq_known(std::string_view m) { return m == "ds" || m == "ds16" || m == "recompute"; }
-
-std::string attention_dq_from_env() {
-  const char* e = std::getenv("ALPHA_VK_ATTENTION_DQ");
-  if (!e || !*e) return "ds";
-  if (!attention_dq_known(e))
-    throw ValueError(fmt::format("[vk] ALPHA_VK_ATTENTION_DQ='{}' is not one of ds, ds16, recompute", e));
-  return e;
-}
-
-void VulkanBackend::set_attention_dq(std::string mode) {
-  if (!attention_dq_known(mode))
-    throw ValueError(fmt::format("[vk] attention dq mode '{}' is not one of ds, ds16, recompute", mode));
-  attention_dq_ = std::move(mode);
-}
-
+std::string attention_mode_from_env() { return from_env("ALPHA_VK_ATTENTION", "auto", {"auto", "cm", "simt"}); }
+std::string attention_dq_from_env() { return from_env("ALPHA_VK_ATTENTION_DQ", "ds", {"ds", "ds16", "recompute"}); }
 // The dk/dv kernel's query block (attention_cmr.comp BC): 64 queries per block halve its barriers and give each
 // block four independent 16-query products; 32 waste less of the causal diagonal on short sequences (H100,
 // backward per layer at B*T 8192: T 1024 0.275 -> 0.259 ms, T 2048 -5%, T 512 even, T 256 0.139 -> 0.145).
-static bool dkdv_block_known(std::string_view b) { return b == "auto" || b == "32" || b == "64"; }
-
 std::string attention_dkdv_block_from_env() {
-  const char* e = std::getenv("ALPHA_VK_ATTENTION_DKDV_BLOCK");
-  if (!e || !*e) return "auto";
-  if (!dkdv_block_known(e))
-    throw ValueError(fmt::format("[vk] ALPHA_VK_ATTENTION_DKDV_BLOCK='{}' is not one of auto, 32, 64", e));
-  return e;
-}
-
-void VulkanBackend::set_attention_dkdv_block(std::string block) {
-  if (!dkdv_block_known(block))
-    throw ValueError(fmt::format("[vk] attention dk/dv block '{}' is not one of auto, 32, 64", block));
-  attention_dkdv_block_ = std::move(block);
+  return from_env("ALPHA_VK_ATTENTION_DKDV_BLOCK", "auto", {"auto", "32", "64"});
 }
 
 void VulkanBackend::set_attention_mode(std::string mode) {
-  if (mode != "auto" && mode != "cm" && mode != "simt")
-    throw ValueError(fmt::format("[vk] attention mode '{}' is not one of auto, cm, simt", mode));
-  attention_mode_ = std::move(mode);
+  attention_mode_ = one_of(std::move(mode), "attention mode", {"auto", "cm", "simt"});
+}
+void VulkanBackend::set_attention_dq(std::string mode) {
+  attention_dq_ = one_of(std::move(mode), "attention dq mode", {"ds", "ds16", "recompute"});
+}
+void VulkanBackend::set_attention_dkdv_block(std::string block) {
+  attention_dkdv_block_ = one_of(std::move(block), "attention dk/dv block", {"auto", "32", "64"});
 }
 
 std::vector<float> VulkanBackend::coopmat_layout_probe(bool f16) const {
