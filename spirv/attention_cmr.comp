@@ -32,7 +32,7 @@
 #ifndef BC
 #define BC 32u  // blocks of 32 keys (queries in DKDV): fewer live fragments than 64 (registers 166 -> 136 in the
                 // forward) and 9% faster on an H200; 16 was slower (twice the barriers). DKDV also builds with 64
-                // (`dkdv64`): 6% faster at T 1024, 5% slower at T 256 (vk/attention.cpp dkdv_block)
+                // (`dkdv64`): 6% faster at T 1024, 5% slower at T 256 (vk/attention.cpp: ALPHA_VK_ATTENTION_DKDV_BLOCK)
 #endif
 #include "attention_cm.glsl"
 

@@ -8,9 +8,9 @@
 // Dimension legend: B batch, H heads, Tq query rows, Tk keys, D head size.
 #include <algorithm>
 #include <array>
-#include <initializer_list>
 #include <cmath>
 #include <cstdlib>
+#include <initializer_list>
 #include <limits>
 #include <string_view>
 #include <vector>
@@ -30,7 +30,7 @@ constexpr uint32_t kMaxHeadDim = 128;
 // attention_cm.comp: 4 subgroups of 32, 64 rows (or keys) per workgroup, head size 64; its largest kernel
 // (dk/dv) uses 45568 bytes of shared memory.
 constexpr uint32_t kCmGroup = 128, kCmRows = 64, kCmHeadDim = 64, kCmShared = 45568;
-constexpr int64_t kDkdvLongT = 512;  // query lengths from which dk/dv takes blocks of 64 queries (dkdv_block)
+constexpr int64_t kDkdvLongT = 512;  // query lengths from which dk/dv takes blocks of 64 queries (attention_dkdv_block_from_env)
 
 // (offset, batch, head, row) strides of a (B, H, T, D) view; false when D's stride is not 1 or an index
 // the shader forms would not fit 32 bits.
@@ -98,7 +98,6 @@ int64_t pad64(int64_t x) { return (x + 63) / 64 * 64; }
 
 // The tensor-core kernels stage rows with 16-byte loads: offset and strides in multiples of 8 halves.
 bool cm_aligned(const uint32_t l[4]) { return l[0] % 8 == 0 && l[1] % 8 == 0 && l[2] % 8 == 0 && l[3] % 8 == 0; }
-
 
 }  // namespace
 
