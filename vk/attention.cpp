@@ -101,16 +101,17 @@ bool cm_aligned(const uint32_t l[4]) { return l[0] % 8 == 0 && l[1] % 8 == 0 && 
 
 }  // namespace
 
-// The attention settings' values: `value` when it is one of `choices`, else a ValueError naming `what` and them.
+// The attention settings' values: `value` when it is one of `choices`, else a ValueError naming the setting
+// (`what`: "NAME=" for a variable, "what " for a setter) and them.
 static std::string one_of(std::string value, std::string_view what, std::initializer_list<std::string_view> choices) {
   if (std::find(choices.begin(), choices.end(), value) == choices.end())
-    throw ValueError(fmt::format("[vk] {} '{}' is not one of {}", what, value, fmt::join(choices, ", ")));
+    throw ValueError(fmt::format("[vk] {}'{}' is not one of {}", what, value, fmt::join(choices, ", ")));
   return value;
 }
 // An environment variable's setting: `fallback` when unset or empty.
 static std::string from_env(const char* var, const char* fallback, std::initializer_list<std::string_view> choices) {
   const char* e = std::getenv(var);
-  return one_of(e && *e ? e : fallback, var, choices);
+  return one_of(e && *e ? e : fallback, fmt::format("{}=", var), choices);
 }
 
 std::string attention_mode_from_env() { return from_env("ALPHA_VK_ATTENTION", "auto", {"auto", "cm", "simt"}); }
@@ -123,13 +124,13 @@ std::string attention_dkdv_block_from_env() {
 }
 
 void VulkanBackend::set_attention_mode(std::string mode) {
-  attention_mode_ = one_of(std::move(mode), "attention mode", {"auto", "cm", "simt"});
+  attention_mode_ = one_of(std::move(mode), "attention mode ", {"auto", "cm", "simt"});
 }
 void VulkanBackend::set_attention_dq(std::string mode) {
-  attention_dq_ = one_of(std::move(mode), "attention dq mode", {"ds", "ds16", "recompute"});
+  attention_dq_ = one_of(std::move(mode), "attention dq mode ", {"ds", "ds16", "recompute"});
 }
 void VulkanBackend::set_attention_dkdv_block(std::string block) {
-  attention_dkdv_block_ = one_of(std::move(block), "attention dk/dv block", {"auto", "32", "64"});
+  attention_dkdv_block_ = one_of(std::move(block), "attention dk/dv block ", {"auto", "32", "64"});
 }
 
 std::vector<float> VulkanBackend::coopmat_layout_probe(bool f16) const {
