@@ -106,8 +106,9 @@ class LazyQueue {
   void upload(const std::shared_ptr<GpuBuffer>& dst, const void* src, size_t nbytes);   // queued copy
   void download(const std::shared_ptr<GpuBuffer>& src, void* dst, size_t nbytes);      // sync point
   // A read-back that waits for its own submission only: download_async queues the copy of src's first nbytes into
-  // a host-visible slot of its own and submits; read() then waits for that submission alone (later work keeps the GPU
-  // busy) and copies the bytes out. Tickets are read in the order they were taken, each once.
+  // a host-visible slot of its own and submits; read() first submits what was recorded since (unless held), then
+  // waits for the ticket's submission alone (later work keeps the GPU busy) and copies the bytes out. Tickets are read
+  // in the order they were taken, each once.
   struct ReadTicket {
     uint64_t value = 0;  // 0: none
     std::byte* ptr = nullptr;
