@@ -59,6 +59,9 @@ Tensor linear_master_residual(const Tensor& x, const Tensor& w, const Tensor& b,
 
 // ---- NN ops, one file each in autograd/ ----
 Tensor embedding(const Tensor& weight, const Tensor& idx);                   // (V,C), i32 (...) -> (..., C)
+// embedding(cast(weight, dtype), idx) in one node (f16 training: the gather reads the f16 copy, the gradient goes
+// to the f32 weight itself, so a tied head's gradient can take it in place: contribute_fused).
+Tensor embedding_cast(const Tensor& weight, const Tensor& idx, DType dtype);
 Tensor layernorm(const Tensor& x, const Tensor& w, const Tensor& b, double eps = 1e-5);
 // f16 training: x f16, w and b the f32 master parameters (leaves). The forward reads f16 copies, as ag::cast would
 // give; dw and db come back in f32 straight from the kernels, deferred beside the linears' weight gradients.

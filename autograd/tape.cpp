@@ -29,8 +29,9 @@ thread_local bool t_grad_enabled = true;
 struct Deferred {
   Tensor leaf;
   Tensor grad;      // a gradient from the walk, or
-  int64_t job = -1;  // result `out` of jobs[job]
+  int64_t job = -1;  // result `out` of jobs[job], or
   size_t out = 0;
+  std::function<Tensor(Tensor)> fused;  // a gradient added by its op (contribute_fused)
 };
 std::atomic<bool> g_defer_enabled{true};
 thread_local bool t_deferring = false;
@@ -57,9 +58,19 @@ void accumulate(Tensor& t, Tensor g) {
   t.set_grad(sum.defined() ? sum : ops::add(cur, g));
 }
 
+// fn(the gradient so far, handed over) becomes t's gradient (contribute_fused).
+void apply_fused(Tensor& t, const std::function<Tensor(Tensor)>& fn) {
+  Tensor cur = t.grad();
+  if (cur.defined()) t.set_grad(Tensor());
+  Tensor g = fn(std::move(cur));
+  ALPHA_CHECK(g.defined() && g.shape() == t.shape(), Error, "[backward] a fused gradient for {} came back as {}",
+              t.str(), g.defined() ? g.str() : "undefined");
+  t.set_grad(g);
+}
+
 // A leaf with a deferred job pending takes later contributions after it, in order.
 void contribute(Tensor& t, Tensor g) {
-  if (t_deferring && t_pending.count(t.impl())) return t_deferred.push_back(Deferred{t, std::move(g)});
+  if (t_deferring && t_pending.count(t.impl())) return t_deferred.push_back(Deferred{t, std::move(g), -1, 0, {}});
   accumulate(t, std::move(g));
 }
 
@@ -86,11 +97,15 @@ void run_deferred() {
     if (be) be->set_concurrent(false);
   }
   for (Deferred& d : t_deferred) {
+    if (d.fused) {
+      apply_fused(d.leaf, d.fused);
+      continue;
+    }
     if (d.job >= 0) {
-      const std::vector<Tensor>& r = results[static_cast<size_t>(d.job)];
+      std::vector<Tensor>& r = results[static_cast<size_t>(d.job)];
       ALPHA_CHECK(d.out < r.size(), Error, "[backward] a deferred job returned {} grads for {} leaves", r.size(),
                   d.out + 1);
-      d.grad = r[d.out];
+      d.grad = std::move(r[d.out]);  // the slot's handle is then the only one (contribute_fused may reuse it)
     }
     if (d.grad.defined()) accumulate(d.leaf, std::move(d.grad));
   }
@@ -115,7 +130,7 @@ void defer_leaf_grads(std::vector<Tensor> leaves, std::function<std::vector<Tens
     if (!leaves[k].defined()) continue;
     ALPHA_CHECK(leaves[k].is_leaf(), Error, "[backward] only leaf gradients can be deferred");
     t_pending.insert(leaves[k].impl());
-    t_deferred.push_back(Deferred{leaves[k], Tensor(), j, k});
+    t_deferred.push_back(Deferred{leaves[k], Tensor(), j, k, {}});
   }
 }
 
@@ -140,6 +155,18 @@ Tensor take_grad(const Tensor& input) {
   Tensor slot = input;  // a handle on the same impl: clears the input's grad slot
   slot.set_grad(Tensor());
   return g;
+}
+
+bool contribute_fused(const Tensor& input, std::function<Tensor(Tensor acc)> fn) {
+  if (!t_in_backward || !g_fuse_accumulation || detail::hooks_active() || !input.defined() || !input.requires_grad())
+    return false;
+  Tensor t = input;
+  if (t_deferring && t_pending.count(t.impl())) {
+    t_deferred.push_back(Deferred{t, Tensor(), -1, 0, std::move(fn)});
+    return true;
+  }
+  apply_fused(t, fn);
+  return true;
 }
 
 void set_fuse_grad_accumulation(bool on) { g_fuse_accumulation = on; }

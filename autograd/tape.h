@@ -59,6 +59,12 @@ int64_t deferred_jobs_run();  // deferred jobs this thread ran (tests: the path 
 // accumulation. Undefined (nothing taken) where the slot is empty, the input is a leaf with a deferred job pending,
 // inspection hooks run (they see each op's own gradient) or the switch is off.
 Tensor take_grad(const Tensor& input);
+// The same for a gradient that lands on a leaf with a deferred job pending (a tied LM head's weight): inside backward(),
+// the closure hands its input's gradient over as fn instead of returning it. fn(acc) gets the gradient so far (undefined
+// when none; no other handle remains) and returns acc + the op's gradient, possibly in acc's storage; it runs now,
+// or after the pending job in the walk's order. Returns false (nothing taken: return the gradient as usual) where
+// take_grad would take nothing for those reasons.
+bool contribute_fused(const Tensor& input, std::function<Tensor(Tensor acc)> fn);
 // Process-wide switch, on by default (ALPHA_FUSED_ACCUMULATION=0 turns it off); tests compare both, bitwise.
 void set_fuse_grad_accumulation(bool on);
 bool fuse_grad_accumulation();

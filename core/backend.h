@@ -49,7 +49,8 @@ class Backend {
   virtual Tensor matmul(const Tensor&, const Tensor&, bool, bool) { return {}; }
   virtual Tensor matmul_f32out(const Tensor&, const Tensor&, bool, bool) { return {}; }  // f16 operands, f32 product
   virtual Tensor embedding(const Tensor&, const Tensor&) { return {}; }
-  virtual Tensor embedding_backward(const Tensor&, const Tensor&, int64_t) { return {}; }
+  // acc: see ops::embedding_backward; a backend returns acc itself when it added the gradient into it.
+  virtual Tensor embedding_backward(const Tensor&, const Tensor&, int64_t, const Tensor& /*acc*/) { return {}; }
   virtual ops::LayerNormOut layernorm(const Tensor&, const Tensor&, const Tensor&, double) { return {}; }
   // acc: see ops::layernorm_backward; a backend that adds it in its dx kernel sets dx_has_acc, else ops adds it.
   virtual ops::LayerNormGrads layernorm_backward(const Tensor&, const Tensor&, const Tensor&, const Tensor&,

@@ -348,7 +348,7 @@ Tensor embedding(const Tensor& weight, const Tensor& idx) {
       [&] { return cpu::embedding(up(weight), idx); });  // the kernel range-checks each index
 }
 
-Tensor embedding_backward(const Tensor& dout, const Tensor& idx, int64_t vocab) {
+Tensor embedding_backward(const Tensor& dout, const Tensor& idx, int64_t vocab, const Tensor& acc) {
   check_float16(dout, "embedding_backward", "dout");
   check_index(idx, "embedding_backward", "indices");
   ALPHA_CHECK(vocab > 0, ValueError, "[embedding_backward] vocab must be positive, got {}", vocab);
@@ -356,9 +356,17 @@ Tensor embedding_backward(const Tensor& dout, const Tensor& idx, int64_t vocab) 
   want.push_back(dout.size(-1));
   ALPHA_CHECK(dout.shape() == want, ShapeError, "[embedding_backward] dout {} does not match indices {}",
               dout.str(), idx.str());
-  return dispatch<Tensor>("embedding_backward", {dout, idx},
-      OpClass::embedding, dout.numel(), [&](Backend& be) { return be.embedding_backward(dout, idx, vocab); },
+  const Shape acc_shape{vocab, dout.size(-1)};
+  ALPHA_CHECK(!acc.defined() || acc.shape() == acc_shape, ShapeError, "[embedding_backward] acc {} must be {}",
+              acc.defined() ? acc.str() : "", shape_str(acc_shape));
+  // Updated in place only when f32 and no other tensor sees acc; ALPHA_VK_CHECK compares the kernel's own gradient.
+  const bool fuse = acc.defined() && acc.dtype() == DType::f32 && acc.exclusive() && !check_state().on;
+  const Tensor& fused_acc = fuse ? acc : Tensor();
+  Tensor g = dispatch<Tensor>("embedding_backward", {dout, idx},
+      OpClass::embedding, dout.numel(), [&](Backend& be) { return be.embedding_backward(dout, idx, vocab, fused_acc); },
       [&] { return cpu::embedding_backward(up(dout), idx, vocab); }, Half::no);  // f32 weight gradient
+  if (!acc.defined() || (fused_acc.defined() && g.storage() == acc.storage())) return g;
+  return add(acc, g);
 }
 
 static void check_ln_param(const Tensor& p, const Tensor& x, const char* what) {

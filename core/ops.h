@@ -67,7 +67,10 @@ Tensor matmul_f32(const Tensor& a, const Tensor& b, bool trans_a = false, bool t
 
 // ---- embedding ----
 Tensor embedding(const Tensor& weight, const Tensor& idx);                         // (V,C), i32 (...) -> (..., C)
-Tensor embedding_backward(const Tensor& dout, const Tensor& idx, int64_t vocab);  // (..., C) -> (V, C)
+// acc ((V, C), optional): the weight's gradient so far; returns add(acc, the gradient), written into acc's storage
+// where acc is f32, a backend can and no other tensor holds acc (Tensor::exclusive).
+Tensor embedding_backward(const Tensor& dout, const Tensor& idx, int64_t vocab,
+                          const Tensor& acc = {});  // (..., C) -> (V, C)
 
 // ---- LayerNorm over the last dim; w and b are (C) or undefined ----
 struct LayerNormOut {

@@ -92,6 +92,8 @@ class Tensor {
   // Identity: two handles to the same tensor (not merely the same storage).
   bool same(const Tensor& o) const { return impl_ == o.impl_; }
   const TensorImpl* impl() const { return impl_.get(); }
+  // No other handle, view or tensor shares this one's storage: an op may write the result into it.
+  bool exclusive() const;
 
  private:
   explicit Tensor(std::shared_ptr<TensorImpl> impl) : impl_(std::move(impl)) {}
@@ -111,6 +113,10 @@ struct TensorImpl {
   std::shared_ptr<TensorImpl> grad;
   std::string name;
 };
+
+inline bool Tensor::exclusive() const {
+  return impl_ && impl_.use_count() == 1 && impl_->storage.use_count() == 1;
+}
 
 template <class T> const T* Tensor::data() const {
   check_dtype(dtype_of<T>::value, "data");

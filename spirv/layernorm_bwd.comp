@@ -42,7 +42,24 @@ void main() {
   if (i >= chunks * q) return;
   const uint c4 = i % q, ch = i / q, r1 = min(p.rows, (ch + 1) * p.chunk);
   precise vec4 sw = vec4(0.0), sb = vec4(0.0);  // precise: no fused multiply-add in either variant
-  for (uint r = ch * p.chunk; r < r1; ++r) {
+  uint r = ch * p.chunk;
+  // Four rows' loads in flight before their adds (the chunk's length is a push constant: the compiler keeps
+  // one row's loads per iteration), the adds in row order as below.
+  for (; r + 4u <= r1; r += 4u) {
+    vec4 gk[4], xk[4];
+    float mk[4], rk[4];
+    [[unroll]] for (uint k = 0u; k < 4u; ++k) {
+      gk[k] = vec4(dy[(r + k) * q + c4]);
+      xk[k] = vec4(x[(r + k) * q + c4]);
+      mk[k] = mean[r + k];
+      rk[k] = rstd[r + k];
+    }
+    [[unroll]] for (uint k = 0u; k < 4u; ++k) {
+      sw += gk[k] * (xk[k] - mk[k]) * rk[k];
+      sb += gk[k];
+    }
+  }
+  for (; r < r1; ++r) {
     const vec4 g = vec4(dy[r * q + c4]);
     sw += g * (vec4(x[r * q + c4]) - mean[r]) * rstd[r];
     sb += g;
@@ -90,10 +107,16 @@ void main() {
   const uint q = p.cols / 4u, base = r * q, t = gl_LocalInvocationID.x;
   const float mu = mean[r], rs = rstd[r];
   vec4 gs[MAXQ], xh[MAXQ];  // g = dy * w and xhat per quad
+#ifdef ACC
+  vec4 ac[MAXQ];  // loaded with dy and x: no second memory latency after the row's sums
+#endif
   float s1 = 0.0, s2 = 0.0;
   [[unroll]] for (uint k = 0u; k < MAXQ; ++k) {
     const uint j = t + k * WG;
     const bool in_row = j < q;
+#ifdef ACC
+    ac[k] = in_row ? vec4(acc[base + j]) : vec4(0.0);
+#endif
     gs[k] = in_row ? vec4(dy[base + j]) * (p.has_w != 0 ? vec4(w[j]) : vec4(1.0)) : vec4(0.0);
     xh[k] = in_row ? (vec4(x[base + j]) - mu) * rs : vec4(0.0);
     s1 += (gs[k].x + gs[k].y) + (gs[k].z + gs[k].w);
@@ -110,7 +133,7 @@ void main() {
       // compiler folded a plain f16 round trip into the add (1 ulp off the separate add's bits).
       const vec4 r = rs * (gs[k] - mg - xh[k] * mgx);
       const uvec2 h = uvec2(packHalf2x16(r.xy), packHalf2x16(r.zw)) ^ uvec2(p.db_off);
-      dx[base + j] = VT(vec4(acc[base + j]) + vec4(unpackHalf2x16(h.x), unpackHalf2x16(h.y)));
+      dx[base + j] = VT(ac[k] + vec4(unpackHalf2x16(h.x), unpackHalf2x16(h.y)));
     }
 #else
     if (j < q) dx[base + j] = VT(rs * (gs[k] - mg - xh[k] * mgx));

@@ -361,6 +361,42 @@ TEST_CASE("layernorm residual: x's gradient so far is added in LayerNorm's dx pa
   expect_clean();
 }
 
+TEST_CASE("tied embedding: the token gradient is added into the head's deferred gradient in place, add's bits") {
+  GpuScope g;
+  REQUIRE(kKernelCounts);
+  // A tied f16 model in two passes: the head's weight gradient is deferred; the embedding's gradient then lands on
+  // it (and, in the second pass, on the first pass's total). Token 3 repeats; rows 20-39 are used by no position.
+  const bool fuse0 = ag::fuse_grad_accumulation();
+  const int64_t V = 40, C = 32;
+  std::vector<int32_t> ids(24);
+  for (size_t i = 0; i < ids.size(); ++i) ids[i] = i % 2 ? 3 : int32_t(i % 20);
+  const Tensor idx = Tensor::from_vector(ids, {2, 12});
+  const auto run = [&](bool fuse) {
+    ag::set_fuse_grad_accumulation(fuse);
+    Tensor w = randn({V, C}, 820, 0.5);
+    w.set_requires_grad(true);
+    const Tensor gy = f16(randn({2, 12, V}, 821));
+    for (int pass = 0; pass < 2; ++pass) {
+      const Tensor x = ag::embedding_cast(w, idx, DType::f16);  // (2, 12, C) f16
+      ag::backward(ag::sum_all(ag::mul(ag::linear_master(ag::gelu(x), w, Tensor()), gy)));
+    }
+    ag::set_fuse_grad_accumulation(fuse0);
+    return w.grad();
+  };
+  const int64_t fused0 = kernel_runs("embedding_bwd_rows_acc"), plain0 = kernel_runs("embedding_bwd_rows");
+  const Tensor got = run(true);
+  CHECK(kernel_runs("embedding_bwd_rows_acc") - fused0 == 2);
+  CHECK(kernel_runs("embedding_bwd_rows") - plain0 == 0);
+  const Tensor ref = run(false);
+  CHECK(kernel_runs("embedding_bwd_rows_acc") - fused0 == 2);  // off: not taken
+  CHECK(kernel_runs("embedding_bwd_rows") - plain0 == 2);
+  expect_close(got, ref, 0, 0, "tied weight's gradient (bitwise)");
+  const Tensor cpu = on_cpu([&] { return run(true); }), cpu_ref = on_cpu([&] { return run(false); });
+  expect_close(cpu, cpu_ref, 0, 0, "tied weight's gradient (CPU, bitwise)");
+  expect_close(got, cpu, 2e-2, 2e-2, "tied weight's gradient (GPU vs CPU)");
+  expect_clean();
+}
+
 TEST_CASE("ALPHA_VK_CHECK mode covers the fused linears: a wrong GPU result throws naming the op") {
   GpuScope g;
   set_gpu_check(true);

@@ -128,6 +128,27 @@ TEST_CASE("vk embedding gather and deterministic backward match the reference (r
     CHECK(d16.dtype() == DType::f32);
     expect_close(d16, on_cpu([&] { return ops::embedding_backward(dh, idx, V); }).to(DType::f32), 1e-5, 1e-5,
                  fmt::format("skewed rows backward, f16, V={}", V));
+    // acc: the gradient added into it in place (only the used rows change) with the separate add's bits; an acc
+    // that another tensor holds is left alone (a new sum), and on the CPU the add is the separate one.
+    on_gpu([&] {
+      const Tensor ref = ops::add(randn({V, C}, 65), ops::embedding_backward(dh, idx, V));
+      Tensor acc = randn({V, C}, 65);
+      const Storage* st = acc.storage().get();
+      const Tensor got = ops::embedding_backward(dh, idx, V, acc);
+      CHECK(got.storage().get() == st);
+      CHECK(got.to_f32_vector() == ref.to_f32_vector());
+      Tensor shared = randn({V, C}, 65);
+      const Tensor other = shared;
+      const Tensor got2 = ops::embedding_backward(dh, idx, V, shared);
+      CHECK(got2.storage() != shared.storage());
+      CHECK(got2.to_f32_vector() == ref.to_f32_vector());
+      CHECK(other.to_f32_vector() == randn({V, C}, 65).to_f32_vector());
+      return got;
+    }, 5);  // ref's two ops, the fused one, the shared acc's two
+    const Tensor cpu_acc = on_cpu([&] { return ops::embedding_backward(dh, idx, V, randn({V, C}, 65)); });
+    expect_close(cpu_acc, on_cpu([&] { return ops::add(randn({V, C}, 65), ops::embedding_backward(dh, idx, V)); }), 0,
+                 0, "acc on the CPU");
+    CHECK_THROWS_AS(ops::embedding_backward(dh, idx, V, randn({V, C + 1}, 66)), ShapeError);
   }
   expect_clean();
 }

@@ -150,7 +150,7 @@ class VulkanBackend : public Backend {
   ops::LinearWeightGrads linear_weight_grads(const Tensor& g, const Tensor& x) override;  // vk/matmul.cpp: ROWSUM
   Tensor linear_residual(const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& r) override;  // EPI_RESID
   Tensor embedding(const Tensor& weight, const Tensor& idx) override;
-  Tensor embedding_backward(const Tensor& dout, const Tensor& idx, int64_t vocab) override;
+  Tensor embedding_backward(const Tensor& dout, const Tensor& idx, int64_t vocab, const Tensor& acc) override;
   ops::LayerNormOut layernorm(const Tensor& x, const Tensor& w, const Tensor& b, double eps) override;
   ops::LayerNormGrads layernorm_backward(const Tensor& dy, const Tensor& x, const Tensor& w, const Tensor& mean,
                                          const Tensor& rstd, bool has_bias, ops::LnGrads which,

@@ -33,9 +33,11 @@ Tensor VulkanBackend::embedding(const Tensor& weight, const Tensor& idx) {
   return out;
 }
 
-Tensor VulkanBackend::embedding_backward(const Tensor& dout, const Tensor& idx, int64_t vocab) {
+Tensor VulkanBackend::embedding_backward(const Tensor& dout, const Tensor& idx, int64_t vocab, const Tensor& acc) {
   if (!flt(dout) || !i32(idx) || vocab > INT32_MAX || !in_range(idx, vocab)) return {};
   const int64_t n = idx.numel(), cols = dout.size(-1);
+  // acc (the weight's gradient so far, held by no other tensor: ops::embedding_backward) is updated in place.
+  if (acc.defined() && !(f32(acc) && acc.shape() == Shape{vocab, cols} && rt_->accepts(acc))) return {};
   // (V + 1) row starts and the positions grouped by row, each group in index order.
   std::vector<int32_t> starts(static_cast<size_t>(vocab) + 1, 0), order(static_cast<size_t>(n));
   const int32_t* p = idx.data<int32_t>();
@@ -45,16 +47,16 @@ Tensor VulkanBackend::embedding_backward(const Tensor& dout, const Tensor& idx, 
   for (int64_t i = 0; i < n; ++i) order[static_cast<size_t>(fill[static_cast<size_t>(p[i])]++)] = int32_t(i);
   // Each row's run in segments of at most kSegment positions ([first, end) into order), and each row's first
   // segment: a frequent token's positions are summed by many invocations, then its partials in order.
-  std::vector<int32_t> segs, row_seg(static_cast<size_t>(vocab) + 1, 0);
+  std::vector<int32_t> segs, row_seg(static_cast<size_t>(vocab) + 1, 0), used;
   for (int64_t v = 0; v < vocab; ++v) {
     row_seg[static_cast<size_t>(v)] = int32_t(segs.size() / 2);
+    if (starts[v] < starts[v + 1]) used.push_back(int32_t(v));
     for (int32_t k = starts[v]; k < starts[v + 1]; k += kSegment)
       segs.insert(segs.end(), {k, std::min(k + kSegment, starts[v + 1])});
   }
   row_seg[static_cast<size_t>(vocab)] = int32_t(segs.size() / 2);
   const uint32_t nseg = uint32_t(segs.size() / 2);
   const auto bd = rt_->input(dout);
-  Tensor dw = rt_->output({vocab, cols});
   const auto brs = rt_->upload_new(row_seg.data(), row_seg.size() * 4);
   const auto part = rt_->scratch(std::max<uint64_t>(uint64_t(nseg) * uint64_t(cols), 1) * 4);
   if (nseg > 0) {
@@ -64,6 +66,19 @@ Tensor VulkanBackend::embedding_backward(const Tensor& dout, const Tensor& idx, 
     rt_->run("embedding_bwd_seg" + sfx(dout), {256}, {{bd, false}, {bo, false}, {bs, false}, {part, true}}, spc,
              Runtime::grid_for(uint64_t(nseg) * uint64_t(cols), 256), double(dout.numel()));
   }
+  if (acc.defined()) {
+    // Only the used rows change (acc + 0 elsewhere): one pass over them instead of (V, C) sums and an add.
+    if (!used.empty()) {
+      const auto bu = rt_->upload_new(used.data(), used.size() * 4), ba = rt_->input(acc);
+      const uint64_t items = uint64_t(used.size()) * uint64_t(cols);
+      const pc::EmbeddingPC rpc{uint32_t(used.size()), uint32_t(cols), uint32_t(vocab), 1};
+      rt_->run("embedding_bwd_rows_acc", {256}, {{part, false}, {brs, false}, {bu, false}, {ba, true}}, rpc,
+               Runtime::grid_for(items, 256), double(items));
+      acc.storage()->mark_device_written();
+    }
+    return acc;
+  }
+  Tensor dw = rt_->output({vocab, cols});
   const uint64_t items = uint64_t(vocab) * uint64_t(cols);
   const pc::EmbeddingPC rpc{uint32_t(n), uint32_t(cols), uint32_t(vocab), 1};
   rt_->run("embedding_bwd_rows", {256}, {{part, false}, {brs, false}, {Runtime::buffer_of(dw), true}}, rpc,

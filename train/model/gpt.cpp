@@ -141,8 +141,7 @@ Tensor GPT::forward(const Tensor& idx, bool training, Rng& rng) const {
   if (cfg_.llama()) return llama_forward(idx, training, rng);
   // f16 mode: f16 copies of the embeddings; the tied head takes wte itself (linear16: an f32 gradient).
   auto w = [&](const Tensor& t) { return cfg_.f16 && t.defined() ? ag::cast(t, DType::f16) : t; };
-  const Tensor wte = w(wte_);
-  Tensor tok = ag::embedding(wte, idx);                                  // (B, T, C)
+  Tensor tok = ag::embedding_cast(wte_, idx, cfg_.f16 ? DType::f16 : wte_.dtype());  // (B, T, C)
   Tensor pos = ag::narrow(w(wpe_), 0, 0, T);                             // (T, C), broadcast over B
   Tensor x = observe(-1, "embed", ag::dropout(ag::add(tok, pos), cfg_.dropout, rng, training));
   for (size_t l = 0; l < blocks_.size(); ++l) x = block_forward(blocks_[l], x, training, rng, static_cast<int64_t>(l));

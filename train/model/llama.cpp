@@ -170,8 +170,8 @@ Tensor GPT::llama_block(const LlamaBlock& b, const Tensor& x, int64_t pos0, bool
 
 Tensor GPT::llama_forward(const Tensor& idx, bool training, Rng& rng) const {
   auto w = [&](const Tensor& t) { return cfg_.f16 && t.defined() ? ag::cast(t, DType::f16) : t; };
-  const Tensor wte = w(wte_);
-  Tensor x = ag::dropout(ag::embedding(wte, idx), cfg_.dropout, rng, training);  // (B, T, C)
+  Tensor x = ag::dropout(ag::embedding_cast(wte_, idx, cfg_.f16 ? DType::f16 : wte_.dtype()), cfg_.dropout, rng,
+                         training);  // (B, T, C)
   for (const LlamaBlock& b : lblocks_) x = llama_block(b, x, 0, training, rng, nullptr, nullptr);
   x = ag::rmsnorm(x, w(lnf_w_), cfg_.norm_eps);
   return linear16(x, lm_head_.defined() ? lm_head_ : wte_, Tensor());  // (B, T, V)
