@@ -42,24 +42,7 @@ void main() {
   if (i >= chunks * q) return;
   const uint c4 = i % q, ch = i / q, r1 = min(p.rows, (ch + 1) * p.chunk);
   precise vec4 sw = vec4(0.0), sb = vec4(0.0);  // precise: no fused multiply-add in either variant
-  uint r = ch * p.chunk;
-  // Four rows' loads in flight before their adds (the chunk's length is a push constant: the compiler keeps
-  // one row's loads per iteration), the adds in row order as below.
-  for (; r + 4u <= r1; r += 4u) {
-    vec4 gk[4], xk[4];
-    float mk[4], rk[4];
-    [[unroll]] for (uint k = 0u; k < 4u; ++k) {
-      gk[k] = vec4(dy[(r + k) * q + c4]);
-      xk[k] = vec4(x[(r + k) * q + c4]);
-      mk[k] = mean[r + k];
-      rk[k] = rstd[r + k];
-    }
-    [[unroll]] for (uint k = 0u; k < 4u; ++k) {
-      sw += gk[k] * (xk[k] - mk[k]) * rk[k];
-      sb += gk[k];
-    }
-  }
-  for (; r < r1; ++r) {
+  for (uint r = ch * p.chunk; r < r1; ++r) {
     const vec4 g = vec4(dy[r * q + c4]);
     sw += g * (vec4(x[r * q + c4]) - mean[r]) * rstd[r];
     sb += g;
