@@ -145,6 +145,16 @@ TEST_CASE("vk embedding gather and deterministic backward match the reference (r
       CHECK(other.to_f32_vector() == randn({V, C}, 65).to_f32_vector());
       return got;
     }, 5);  // ref's two ops, the fused one, the shared acc's two
+    // An acc the kernel cannot bind (a view at an offset, held by nothing else): the GPU's plain gradient, then the add
+    // (on the CPU: the backend binds no view at an offset either).
+    Tensor big = randn({V + 1, C}, 67);
+    Tensor view = big.narrow(0, 1, V);
+    big = Tensor();
+    REQUIRE(view.exclusive());
+    const Tensor got3 = on_gpu([&] { return ops::embedding_backward(dh, idx, V, view); }, 1);
+    CHECK(got3.storage() != view.storage());
+    CHECK(got3.to_f32_vector() ==
+          on_gpu([&] { return ops::add(view, ops::embedding_backward(dh, idx, V)); }, 1).to_f32_vector());
     const Tensor cpu_acc = on_cpu([&] { return ops::embedding_backward(dh, idx, V, randn({V, C}, 65)); });
     expect_close(cpu_acc, on_cpu([&] { return ops::add(randn({V, C}, 65), ops::embedding_backward(dh, idx, V)); }), 0,
                  0, "acc on the CPU");

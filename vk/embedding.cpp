@@ -36,8 +36,9 @@ Tensor VulkanBackend::embedding(const Tensor& weight, const Tensor& idx) {
 Tensor VulkanBackend::embedding_backward(const Tensor& dout, const Tensor& idx, int64_t vocab, const Tensor& acc) {
   if (!flt(dout) || !i32(idx) || vocab > INT32_MAX || !in_range(idx, vocab)) return {};
   const int64_t n = idx.numel(), cols = dout.size(-1);
-  // acc (the weight's gradient so far, held by no other tensor: ops::embedding_backward) is updated in place.
-  if (acc.defined() && !(f32(acc) && acc.shape() == Shape{vocab, cols} && rt_->accepts(acc))) return {};
+  // acc (the weight's gradient so far, held by no other tensor: ops::embedding_backward) is updated in place where
+  // this device can bind it; else the plain gradient comes back and ops adds it.
+  const bool in_place = acc.defined() && f32(acc) && acc.shape() == Shape{vocab, cols} && rt_->accepts(acc);
   // (V + 1) row starts and the positions grouped by row, each group in index order.
   std::vector<int32_t> starts(static_cast<size_t>(vocab) + 1, 0), order(static_cast<size_t>(n));
   const int32_t* p = idx.data<int32_t>();
@@ -66,7 +67,7 @@ Tensor VulkanBackend::embedding_backward(const Tensor& dout, const Tensor& idx, 
     rt_->run("embedding_bwd_seg" + sfx(dout), {256}, {{bd, false}, {bo, false}, {bs, false}, {part, true}}, spc,
              Runtime::grid_for(uint64_t(nseg) * uint64_t(cols), 256), double(dout.numel()));
   }
-  if (acc.defined()) {
+  if (in_place) {
     // Only the used rows change (acc + 0 elsewhere): one pass over them instead of (V, C) sums and an add.
     if (!used.empty()) {
       const auto bu = rt_->upload_new(used.data(), used.size() * 4), ba = rt_->input(acc);
