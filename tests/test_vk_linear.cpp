@@ -364,8 +364,9 @@ TEST_CASE("layernorm residual: x's gradient so far is added in LayerNorm's dx pa
 TEST_CASE("tied embedding: the token gradient is added into the head's deferred gradient in place, add's bits") {
   GpuScope g;
   REQUIRE(kKernelCounts);
-  // A tied f16 model in two passes: the head's weight gradient is deferred; the embedding's gradient then lands on
-  // it (and, in the second pass, on the first pass's total). Token 3 repeats; rows 20-39 are used by no position.
+  // A tied f16 model in two passes: the head's weight gradient is deferred (or, with deferral off, computed in the
+  // walk); the embedding's gradient then lands on it (and, in the second pass, on the first pass's total). Token 3
+  // repeats; rows 20-39 are used by no position.
   const bool fuse0 = ag::fuse_grad_accumulation();
   const int64_t V = 40, C = 32;
   std::vector<int32_t> ids(24);
@@ -383,17 +384,22 @@ TEST_CASE("tied embedding: the token gradient is added into the head's deferred 
     ag::set_fuse_grad_accumulation(fuse0);
     return w.grad();
   };
-  const int64_t fused0 = kernel_runs("embedding_bwd_rows_acc"), plain0 = kernel_runs("embedding_bwd_rows");
-  const Tensor got = run(true);
-  CHECK(kernel_runs("embedding_bwd_rows_acc") - fused0 == 2);
-  CHECK(kernel_runs("embedding_bwd_rows") - plain0 == 0);
-  const Tensor ref = run(false);
-  CHECK(kernel_runs("embedding_bwd_rows_acc") - fused0 == 2);  // off: not taken
-  CHECK(kernel_runs("embedding_bwd_rows") - plain0 == 2);
-  expect_close(got, ref, 0, 0, "tied weight's gradient (bitwise)");
-  const Tensor cpu = on_cpu([&] { return run(true); }), cpu_ref = on_cpu([&] { return run(false); });
-  expect_close(cpu, cpu_ref, 0, 0, "tied weight's gradient (CPU, bitwise)");
-  expect_close(got, cpu, 2e-2, 2e-2, "tied weight's gradient (GPU vs CPU)");
+  for (const bool defer : {true, false}) {
+    CAPTURE(defer);
+    ag::set_defer_leaf_grads(defer);
+    const int64_t fused0 = kernel_runs("embedding_bwd_rows_acc"), plain0 = kernel_runs("embedding_bwd_rows");
+    const Tensor got = run(true);
+    CHECK(kernel_runs("embedding_bwd_rows_acc") - fused0 == 2);
+    CHECK(kernel_runs("embedding_bwd_rows") - plain0 == 0);
+    const Tensor ref = run(false);
+    CHECK(kernel_runs("embedding_bwd_rows_acc") - fused0 == 2);  // off: not taken
+    CHECK(kernel_runs("embedding_bwd_rows") - plain0 == 2);
+    expect_close(got, ref, 0, 0, "tied weight's gradient (bitwise)");
+    const Tensor cpu = on_cpu([&] { return run(true); }), cpu_ref = on_cpu([&] { return run(false); });
+    expect_close(cpu, cpu_ref, 0, 0, "tied weight's gradient (CPU, bitwise)");
+    expect_close(got, cpu, 2e-2, 2e-2, "tied weight's gradient (GPU vs CPU)");
+  }
+  ag::set_defer_leaf_grads(true);
   expect_clean();
 }
 
