@@ -15,8 +15,11 @@
 #if defined(ROWDOT)
 // VEC4 (every offset and stride of O and dO a multiple of 4; vk/attention.cpp checks): 8/16-byte loads, a quarter of
 // the load instructions of rows that sit H*D elements apart, and the same adds in the same order. `precise`: no
-// fused multiply-add in either variant, so both give the same bits on every driver.
-#if defined(VEC4) && defined(F16)
+// fused multiply-add in either variant, so both give the same bits on every driver. VEC8 (F16, multiples of 8):
+// 16-byte loads of 8 halves, unpacked in element order: half VEC4's load instructions, the same adds.
+#if defined(VEC8) && defined(F16)
+#define VT uvec4
+#elif defined(VEC4) && defined(F16)
 #define VT f16vec4
 #elif defined(VEC4)
 #define VT vec4
@@ -33,7 +36,16 @@ void main() {
   const uint bh = r / p.tq, i = r % p.tq, b = bh / p.H, h = bh % p.H;
   const uint ob = p.q[0] + b * p.q[1] + h * p.q[2] + i * p.q[3], gb = p.g[0] + b * p.g[1] + h * p.g[2] + i * p.g[3];
   precise float s = 0.0;
-#ifdef VEC4
+#if defined(VEC8) && defined(F16)
+  for (uint c = 0; c < HEAD_DIM / 8u; ++c) {
+    const uvec4 a = o[ob / 8u + c], b = g[gb / 8u + c];
+    [[unroll]] for (uint e = 0; e < 4u; ++e) {
+      const vec2 x = unpackHalf2x16(a[e]), y = unpackHalf2x16(b[e]);  // elements 2e, 2e + 1 (x: the low half)
+      s += x.x * y.x;
+      s += x.y * y.y;
+    }
+  }
+#elif defined(VEC4)
   for (uint c = 0; c < D4; ++c) {
     const vec4 x = vec4(o[ob / 4u + c]), y = vec4(g[gb / 4u + c]);
     s += x.x * y.x;

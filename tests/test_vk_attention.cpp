@@ -119,7 +119,7 @@ TEST_CASE("vk attention forward and backward match the CPU at awkward sizes") {
   expect_clean();
 }
 
-TEST_CASE("vk attention row dots in fours give the scalar kernel's bits (f32, f16)") {
+TEST_CASE("vk attention row dots in fours and eights give the scalar kernel's bits (f32, f16)") {
   GpuScope g;
   const Case c{2, 3, 37, 37, 64, true, 0.1, false};
   for (const DType dt : {DType::f32, DType::f16}) {
@@ -131,15 +131,26 @@ TEST_CASE("vk attention row dots in fours give the scalar kernel's bits (f32, f1
     // The same O behind an offset of 1 and rows D + 1 apart: the scalar row-dot kernel reads it.
     const Tensor pad = Tensor::zeros({c.B, c.H, c.Tq, 1}, dt);
     const Tensor o_odd = ops::cat({pad, f.out.contiguous()}, 3).narrow(3, 1, c.D);
+    // f16: the contiguous O takes the eights (16-byte loads); behind an offset of 4, rows D + 4 apart, the fours.
+    const Tensor pad4 = Tensor::zeros({c.B, c.H, c.Tq, 4}, dt);
+    const Tensor o_four = ops::cat({pad4, f.out.contiguous()}, 3).narrow(3, 4, c.D);
     const std::string k4 = std::string("attention_rowdot_") + dtype_name(dt) + "_vec4";
-    const int64_t v0 = kernel_runs(k4);
+    const std::string k8 = std::string("attention_rowdot_") + dtype_name(dt) + "_vec8";
+    const int64_t v0 = kernel_runs(k4), e0 = kernel_runs(k8);
+    const bool eights = dt == DType::f16;
     const auto b4 = on_gpu([&] { return ops::attention_backward(in.dout, in.q, in.k, in.v, f.out, f.lse, ap); });
-    CHECK(kernel_runs(k4) == v0 + 1);
+    CHECK(kernel_runs(k4) == v0 + (eights ? 0 : 1));
+    CHECK(kernel_runs(k8) == e0 + (eights ? 1 : 0));
     const auto b1 = on_gpu([&] { return ops::attention_backward(in.dout, in.q, in.k, in.v, o_odd, f.lse, ap); });
-    CHECK(kernel_runs(k4) == v0 + 1);  // the odd layout took the scalar kernel
-    CHECK(b4.dq.to_f64_vector() == b1.dq.to_f64_vector());
-    CHECK(b4.dk.to_f64_vector() == b1.dk.to_f64_vector());
-    CHECK(b4.dv.to_f64_vector() == b1.dv.to_f64_vector());
+    CHECK(kernel_runs(k4) == v0 + (eights ? 0 : 1));  // the odd layout took the scalar kernel
+    const auto bf = on_gpu([&] { return ops::attention_backward(in.dout, in.q, in.k, in.v, o_four, f.lse, ap); });
+    CHECK(kernel_runs(k4) == v0 + (eights ? 1 : 2));
+    CHECK(kernel_runs(k8) == e0 + (eights ? 1 : 0));
+    for (const auto* b : {&b1, &bf}) {
+      CHECK(b4.dq.to_f64_vector() == b->dq.to_f64_vector());
+      CHECK(b4.dk.to_f64_vector() == b->dk.to_f64_vector());
+      CHECK(b4.dv.to_f64_vector() == b->dv.to_f64_vector());
+    }
     CHECK(b4.dq.to_f64_vector() != std::vector<double>(size_t(b4.dq.numel()), 0.0));  // the gradients are live
   }
   expect_clean();
@@ -373,7 +384,7 @@ TEST_CASE("vk attention f16, head size 64: every tensor-core and SIMT kernel mat
       }
       by_run[run] = gb;
       CHECK(ran("attention_f16") == (want == "attention" ? 1 : 0));
-      CHECK(ran("attention_rowdot_f16") + ran("attention_rowdot_f16_vec4") == 1);
+      CHECK(ran("attention_rowdot_f16") + ran("attention_rowdot_f16_vec4") + ran("attention_rowdot_f16_vec8") == 1);
     }
     gpu().set_attention_mode(vk::attention_mode_from_env());
     gpu().set_attention_dq(vk::attention_dq_from_env());

@@ -216,9 +216,13 @@ ops::AttentionGrads VulkanBackend::attention_backward(const Tensor& gin, const T
   const auto drow = rt_->scratch(uint64_t(pc.rows) * 4);
   pc::AttentionPC rpc = pc;
   view_layout(o, rpc.q);
-  const bool vec4 = std::all_of(rpc.q, rpc.q + 4, [](uint32_t x) { return x % 4 == 0; }) &&
-                    std::all_of(pc.g, pc.g + 4, [](uint32_t x) { return x % 4 == 0; });  // D % 4 == 0 above
-  rt_->run("attention_rowdot" + sfx(q) + (vec4 ? "_vec4" : ""), {128, uint32_t(D), 1},
+  const auto all_of = [&](uint32_t m) {
+    return std::all_of(rpc.q, rpc.q + 4, [m](uint32_t x) { return x % m == 0; }) &&
+           std::all_of(pc.g, pc.g + 4, [m](uint32_t x) { return x % m == 0; });
+  };
+  const bool vec4 = all_of(4);  // D % 4 == 0 above
+  const bool vec8 = q.dtype() == DType::f16 && D % 8 == 0 && all_of(8);  // 16-byte loads of f16
+  rt_->run("attention_rowdot" + sfx(q) + (vec8 ? "_vec8" : vec4 ? "_vec4" : ""), {128, uint32_t(D), 1},
            {{bo, false}, {bg, false}, {drow, true}}, rpc, Runtime::grid_for(pc.rows, 128), double(pc.rows) * double(D));
 
   ops::AttentionGrads r;
