@@ -60,19 +60,6 @@ layout(std430, binding = 5) readonly buffer G5 { float g5[]; };
 layout(std430, binding = 6) readonly buffer G6 { float g6[]; };
 layout(std430, binding = 7) readonly buffer G7 { float g7[]; };
 layout(std430, binding = ADAMW_NORM_GRADS) buffer P { vec2 partials[]; };
-// Element i of grad w (workgroup-uniform): a switch, so every binding is indexed statically.
-float grad_at(uint w, uint i) {
-  switch (w) {
-    case 0u: return g0[i];
-    case 1u: return g1[i];
-    case 2u: return g2[i];
-    case 3u: return g3[i];
-    case 4u: return g4[i];
-    case 5u: return g5[i];
-    case 6u: return g6[i];
-    default: return g7[i];
-  }
-}
 void main() {
   const uint grp = linear_group();
   uint w = 0u;
@@ -80,12 +67,25 @@ void main() {
     if (k < p.count && grp >= p.first[k]) w = k;
   const uint base = (grp - p.first[w]) * WG * ADAMW_NORM_ITEMS;
   if (base >= p.n[w]) return;  // uniform per workgroup (grid padding)
-  // Every load of the chunk in flight first, then the float-float sum in the same order.
+  // Every load of the chunk in flight first, then the float-float sum in the same order. One switch around all the
+  // loads (not one per load), so no branch sits between them.
   float gv[ADAMW_NORM_ITEMS];
-  [[unroll]] for (uint k = 0; k < ADAMW_NORM_ITEMS; ++k) {
-    const uint i = base + k * WG + gl_LocalInvocationID.x;
-    gv[k] = i < p.n[w] ? grad_at(w, i) : 0.0;
+#define LOAD_CHUNK(buf)                                                  \
+  [[unroll]] for (uint k = 0; k < ADAMW_NORM_ITEMS; ++k) {               \
+    const uint i = base + k * WG + gl_LocalInvocationID.x;               \
+    gv[k] = i < p.n[w] ? buf[i] : 0.0;                                   \
   }
+  switch (w) {
+    case 0u: LOAD_CHUNK(g0) break;
+    case 1u: LOAD_CHUNK(g1) break;
+    case 2u: LOAD_CHUNK(g2) break;
+    case 3u: LOAD_CHUNK(g3) break;
+    case 4u: LOAD_CHUNK(g4) break;
+    case 5u: LOAD_CHUNK(g5) break;
+    case 6u: LOAD_CHUNK(g6) break;
+    default: LOAD_CHUNK(g7) break;
+  }
+#undef LOAD_CHUNK
   vec2 acc = vec2(0.0);
   [[unroll]] for (uint k = 0; k < ADAMW_NORM_ITEMS; ++k) {
     // inv_scale is a power of two in practice, so g * inv_scale is exact, as on the CPU.
