@@ -54,7 +54,11 @@ tg_out = run(["python3", f"{G}/torch_gemm.py", "8192", "768", "50304"])
 tg = {r["name"]: r for r in jlines(tg_out)}
 rounds = []
 for _ in range(ROUNDS):
-    att_step = json.loads(run([ALPHA, "bench", "gpu", "--only", "attention,step", "--json", "--peak-tflops", str(PEAK)] + gpt2))
+    # The attention bench and the GPT-2 step in processes of their own, as `alpha train` runs (sessions 42-43: a step
+    # bench after the attention bench in one process spread from 29.7 to 33.1 ms, one started alone stays flat).
+    att = json.loads(run([ALPHA, "bench", "gpu", "--only", "attention", "--json", "--peak-tflops", str(PEAK)] + gpt2))
+    att_step = json.loads(run([ALPHA, "bench", "gpu", "--only", "step", "--json", "--peak-tflops", str(PEAK)] + gpt2))
+    att_step["attention"] = att["attention"]
     sh_step = json.loads(run([ALPHA, "bench", "gpu", "--only", "step", "--json", "--peak-tflops", str(PEAK)] + shakes))
     ta = {r["dtype"]: r for r in jlines(run(["python3", f"{G}/torch_attention.py", "8", "12", "1024", "64", "12"]))}
     tp = jlines(run(["python3", f"{G}/torch_gpt.py", "speed"], timeout=500))
