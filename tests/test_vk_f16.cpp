@@ -526,9 +526,9 @@ TEST_CASE("vk f16 mode with fused attention: attention runs as _f16 kernels; cas
     return d;
   };
   auto fused = step(true), unfused = step(false);
-  auto n = [](const std::map<std::string, int64_t>& m, const char* k) {  // a kernel and its 4-wide variant
+  auto n = [](const std::map<std::string, int64_t>& m, const char* k) {  // a kernel and its 4- and 8-wide variants
     int64_t total = 0;
-    for (const std::string& name : {std::string(k), std::string(k) + "_vec4"}) {
+    for (const std::string& name : {std::string(k), std::string(k) + "_vec4", std::string(k) + "_vec8"}) {
       const auto it = m.find(name);
       total += it == m.end() ? int64_t{0} : it->second;
     }
