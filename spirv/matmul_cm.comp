@@ -262,7 +262,24 @@ void store_b(uint t, uint e, uint st, EL v) {
   slot(t, e, BN, TRANS_B, r, k);
   Bs[(st * STAGE_B + soff(r, k, BN, TRANS_B)) / V] = v;
 }
+// In-K twins for steps wholly inside K (no compare or select per staged piece): rows past M (columns past N) read
+// the last ones in range instead (whole vectors: M and N are multiples of V), so the loads stay inside the operands;
+// their products only reach accumulators of rows or columns the epilogues never store (every store is bounds-checked).
+EL load_a_in(uint t, uint e, uint k0, uint m0, uint abase) {
+  uint r, k;
+  slot(t, e, BM, !TRANS_A, r, k);
+  const uint m = min(m0 + r, p.M - (TRANS_A ? V : 1u)), ka = k0 + k;
+  return EL(a[(abase + (TRANS_A ? ka * p.lda + m : m * p.lda + ka)) / V]);
+}
+EL load_b_in(uint t, uint e, uint k0, uint n0, uint bbase) {
+  uint r, k;
+  slot(t, e, BN, TRANS_B, r, k);
+  const uint n = min(n0 + r, p.N - (TRANS_B ? 1u : V)), kb = k0 + k;
+  return EL(b[(bbase + (TRANS_B ? n * p.ldb + kb : kb * p.ldb + n)) / V]);
+}
 #define LOAD_A(k0, e) load_a(t, e, k0, kend, m0, abase)
+#define LOAD_A_IN(k0, e) load_a_in(t, e, k0, m0, abase)
+#define LOAD_B_IN(k0, e) load_b_in(t, e, k0, n0, bbase)
 #define LOAD_B(k0, e) load_b(t, e, k0, kend, n0, bbase)
 #define STORE_A(st, e, v) store_a(t, e, st, v)
 #define STORE_B(st, e, v) store_b(t, e, st, v)
@@ -442,20 +459,28 @@ void main() {
   if (p.lda != 12345u) return;  // never taken by the bench's operands: the products stay
 #elif !PROBE
   // No register prefetch: fewer registers, so more workgroups per SM hide the global loads instead.
+#define STAGE(LA, LB)                                                                                           \
+  [[unroll]] for (uint e = 0; e < LOADS_A; ++e) {                                                               \
+    const EL v = LA(k0, e);                                                                                     \
+    STORE_A(0, e, v);                                                                                           \
+    ROWSUM_ADD(v);                                                                                              \
+  }                                                                                                             \
+  [[unroll]] for (uint e = 0; e < LOADS_B; ++e) STORE_B(0, e, LB(k0, e));
   for (uint s = 0; s < steps; ++s) {
     const uint k0 = kbeg + s * BK;
     // Hazard: every subgroup must be done loading fragments of the previous slices before they are overwritten.
     if (s > 0) barrier();
-    [[unroll]] for (uint e = 0; e < LOADS_A; ++e) {
-      const EL v = LOAD_A(k0, e);
-      STORE_A(0, e, v);
-      ROWSUM_ADD(v);
+    // Workgroup-uniform: only a last, partial K step stages with the per-piece checks (zeros past K).
+    if (k0 + BK <= kend) {
+      STAGE(LOAD_A_IN, LOAD_B_IN)
+    } else {
+      STAGE(LOAD_A, LOAD_B)
     }
-    [[unroll]] for (uint e = 0; e < LOADS_B; ++e) STORE_B(0, e, LOAD_B(k0, e));
     // Hazard: the slices must be complete before any subgroup loads fragments from them.
     barrier();
     MULTIPLY(0, 0);
   }
+#undef STAGE
 #endif
 
 #if PROBE == 3 || PROBE == 4  // no stores (3: after the products; 4: a tile without products or stores)

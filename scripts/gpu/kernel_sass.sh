@@ -5,7 +5,7 @@
 #      runs one product per (tile, shape) with an empty cache each (__GL_SHADER_DISK_CACHE_PATH) -> $OUT/caches.tgz
 #   2. here: python3 scripts/sass_unpack.py caches.tgz gpu/sassraw   (the cache entries that hold machine code)
 #   3. there: bash gpu/kernel_sass.sh dis   disassembles gpu/sassraw/*.raw (nvdisasm --binary SM90) -> $OUT/sass.tgz,
-#      and prints per kernel its HMMA, MOVM (register transposes) and LDSM (ldmatrix) counts.
+#      and prints per kernel its HMMA, MOVM (register transposes), LDSM (ldmatrix), LDGSTS (cp.async), LDG and STS counts.
 # The tile's own kernel is the largest entry of its cache (the bench's warm-up and f32 kernels are the others).
 set -u
 source "$(dirname "$0")/setup.sh" > /dev/null
@@ -30,7 +30,7 @@ case ${1:-} in
 d = open('$f', 'rb').read(); a = d.find(bytes.fromhex('4d79000000000000')) % 16; d = d[a:]
 open('/tmp/x.bin', 'wb').write(d[:len(d) // 16 * 16])"
       nvdisasm --binary SM90 /tmp/x.bin > "/tmp/sass/$n.sass" 2>&1
-      echo "$n: $(grep -c HMMA "/tmp/sass/$n.sass") HMMA, $(grep -c MOVM "/tmp/sass/$n.sass") MOVM, $(grep -c LDSM "/tmp/sass/$n.sass") LDSM"
+      echo "$n: $(grep -c HMMA "/tmp/sass/$n.sass") HMMA, $(grep -c MOVM "/tmp/sass/$n.sass") MOVM, $(grep -c LDSM "/tmp/sass/$n.sass") LDSM, $(grep -c LDGSTS "/tmp/sass/$n.sass") LDGSTS, $(grep -cE '[[:space:]]LDG\.' "/tmp/sass/$n.sass") LDG, $(grep -cE '[[:space:]]STS\.' "/tmp/sass/$n.sass") STS"
     done
     (cd /tmp && tar czf "$OUT/sass.tgz" sass);;
   *) echo "usage: bash gpu/kernel_sass.sh collect|dis"; exit 2;;
