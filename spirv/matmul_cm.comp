@@ -86,6 +86,9 @@
 #ifndef FRAG_PIPE
 #define FRAG_PIPE 0 // products: the next 16-wide K slice's fragments load before the current slice multiplies
 #endif
+#ifndef CHECKED_STAGE
+#define CHECKED_STAGE 0  // p0 loop: whole K steps also stage with the per-piece checks (no in-K branch)
+#endif
 #if STAGES == 2 && !PREFETCH
 #error "two shared stages need the register prefetch"
 #endif
@@ -417,12 +420,16 @@ void main() {
     const uint k0 = kbeg + s * BK;
     // Hazard: every subgroup must be done loading fragments of the previous slices before they are overwritten.
     if (s > 0) barrier();
+#if CHECKED_STAGE  // every K step with the per-piece checks (the "c" tiles: faster at large squares)
+    STAGE(LOAD_A, LOAD_B)
+#else
     // Workgroup-uniform: only a last, partial K step stages with the per-piece checks (zeros past K).
     if (k0 + BK <= kend) {
       STAGE(LOAD_A_IN, LOAD_B_IN)
     } else {
       STAGE(LOAD_A, LOAD_B)
     }
+#endif
     // Hazard: the slices must be complete before any subgroup loads fragments from them.
     barrier();
     MULTIPLY(0, 0);
