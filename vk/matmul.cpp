@@ -55,6 +55,14 @@ constexpr CmTile kCmProbes[] = {
 // Trial tiles, timed in `alpha bench gpu --tiles` and checked by test_vk: f16 outputs of one K slice only.
 // The _w twins of the per-shape tiles take the walk's band height as a specialization constant (`--tiles --walks`).
 constexpr CmTile kCmTrials[] = {{"160x128w4k64s1p0f", 160, 128, 64, false},
+                                {"128x128w4k64s1p0c", 128, 128, 64, false},
+                                {"192x128w4k64s1p0c", 192, 128, 64, false},
+                                {"128x128w4k64s1l16", 128, 128, 64, false},
+                                {"128x128w4k64s1l32", 128, 128, 64, false},
+                                {"128x128w4k64s1l48", 128, 128, 64, false},
+                                {"128x64w4k64s1l32", 128, 64, 64, false},
+                                {"96x128w4k64s1l32", 96, 128, 64, false},
+                                {"192x128w4k64s1l32", 192, 128, 64, false},
                                 {"128x128w4k64s1p0_w", 128, 128, 64, false, true},
                                 {"128x128w4k64s1p0f_w", 128, 128, 64, false, true},
                                 {"192x128w4k64s1p0_w", 192, 128, 64, false, true}};
