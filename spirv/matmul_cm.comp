@@ -82,9 +82,6 @@
 #endif
 #ifndef PREFETCH
 #define PREFETCH 1  // the next K step's slices are loaded into registers while the current one is multiplied
-#endif              // (2: issued after the current step's first LATE_KS of K products, the "l" tiles)
-#ifndef LATE_KS
-#define LATE_KS 32
 #endif
 #ifndef FRAG_PIPE
 #define FRAG_PIPE 0 // products: the next 16-wide K slice's fragments load before the current slice multiplies
@@ -92,7 +89,7 @@
 #ifndef CHECKED_STAGE
 #define CHECKED_STAGE 0  // p0 loop: whole K steps also stage with the per-piece checks (no in-K branch)
 #endif
-#if STAGES == 2 && PREFETCH != 1
+#if STAGES == 2 && !PREFETCH
 #error "two shared stages need the register prefetch"
 #endif
 #define NT (32 * SG_M * SG_N)   // invocations
@@ -260,9 +257,8 @@ shared float16_t Es[SG_M * SG_N * 256];  // one f16 fragment per subgroup: the b
     }                                                                                                           \
   }
 #else
-#define MULTIPLY(ao, bo) MULTIPLY_PART(ao, bo, 0, BK)
-#define MULTIPLY_PART(ao, bo, k_lo, k_hi)                                                                        \
-  [[unroll]] for (uint ks = (k_lo); ks < (k_hi); ks += 16) {                                                    \
+#define MULTIPLY(ao, bo)                                                                                         \
+  [[unroll]] for (uint ks = 0; ks < BK; ks += 16) {                                                             \
     fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> fa[FM];                                                            \
     [[unroll]] for (uint i = 0; i < FM; ++i) LOAD_A_FRAG(fa[i], ks, wm + 16 * i, ao);                           \
     [[unroll]] for (uint j = 0; j < FN; ++j) {                                                                  \
@@ -323,7 +319,7 @@ void main() {
         [[unroll]] for (uint i = 0; i < FM; ++i) acc[i][j] = coopMatMulAddNV(pa[i], pb[j], acc[i][j]);
 #endif
 #endif
-#if PROBE == 5 || ((!PROBE || PROBE >= 9) && PREFETCH == 1)
+#if PROBE == 5 || ((!PROBE || PROBE >= 9) && PREFETCH)
   EL ra[LOADS_A], rb[LOADS_B];  // the next K step's slices, in flight while the current one is multiplied
 #if PROBE == 11
   EL sink = EL(0);  // the loaded slices, folded so that their loads stay
@@ -411,35 +407,6 @@ void main() {
   CLOCK(c_last)
   TRACE_HEAD(steps, c_first, c_last)
   if (p.lda != 12345u) return;  // never taken by the bench's operands: the products stay
-#elif !PROBE && PREFETCH == 2
-#if FRAG_PIPE || STAGES != 1 || LATE_KS % 16 != 0 || LATE_KS >= BK
-#error "the late prefetch splits one stage's products at a 16-wide K slice"
-#endif
-  // Late prefetch: the next K step's slices load into registers after the current step's first LATE_KS of products,
-  // so their latency hides behind the rest, and the stores between the barriers wait on no load (the schedule the
-  // driver gave the "c" tile when it unrolled its K loop; the first prefetch tile, loading before the products, made
-  // both workgroups of an SM multiply at once).
-  EL ra[LOADS_A], rb[LOADS_B];
-  [[unroll]] for (uint e = 0; e < LOADS_A; ++e) ra[e] = LOAD_A(kbeg, e);
-  [[unroll]] for (uint e = 0; e < LOADS_B; ++e) rb[e] = LOAD_B(kbeg, e);
-  for (uint s = 0; s < steps; ++s) {
-    // Hazard: every subgroup must be done loading fragments of the previous slices before they are overwritten.
-    if (s > 0) barrier();
-    [[unroll]] for (uint e = 0; e < LOADS_A; ++e) {
-      STORE_A(0, e, ra[e]);
-      ROWSUM_ADD(ra[e]);
-    }
-    [[unroll]] for (uint e = 0; e < LOADS_B; ++e) STORE_B(0, e, rb[e]);
-    // Hazard: the slices must be complete before any subgroup loads fragments from them.
-    barrier();
-    MULTIPLY_PART(0, 0, 0, LATE_KS);
-    if (s + 1 < steps) {  // workgroup-uniform
-      const uint k1 = kbeg + (s + 1) * BK;
-      [[unroll]] for (uint e = 0; e < LOADS_A; ++e) ra[e] = LOAD_A(k1, e);
-      [[unroll]] for (uint e = 0; e < LOADS_B; ++e) rb[e] = LOAD_B(k1, e);
-    }
-    MULTIPLY_PART(0, 0, LATE_KS, BK);
-  }
 #elif !PROBE
   // No register prefetch: fewer registers, so more workgroups per SM hide the global loads instead.
 #define STAGE(LA, LB)                                                                                           \

@@ -40,7 +40,7 @@ constexpr CmTile kCmTiles[] = {
     {"64x64w4k64s1", 64, 64, 64},     {"128x64w4k64s1p0", 128, 64, 64}, {"64x64w4k64s1p0", 64, 64, 64},
     {"128x128w4k64s1p0", 128, 128, 64},
     {"128x128w4k64s1p0f", 128, 128, 64}, {"128x64w4k64s1p0f", 128, 64, 64}, {"64x64w4k64s1p0f", 64, 64, 64},
-    {"128x128w4k64s1p0fc", 128, 128, 64},  // "f" with every K step's staging checked (large squares)
+    {"128x128w4k64s1p0c", 128, 128, 64},  // p0 with every K step's staging checked (large squares)
     {"96x128w4k64s1p0f", 96, 128, 64},
     {"192x128w4k64s1p0", 192, 128, 64},  // 2 x 2 subgroups of 96 x 64
 };
@@ -55,14 +55,6 @@ constexpr CmTile kCmProbes[] = {
 // Trial tiles, timed in `alpha bench gpu --tiles` and checked by test_vk: f16 outputs of one K slice only.
 // The _w twins of the per-shape tiles take the walk's band height as a specialization constant (`--tiles --walks`).
 constexpr CmTile kCmTrials[] = {{"160x128w4k64s1p0f", 160, 128, 64, false},
-                                {"128x128w4k64s1p0c", 128, 128, 64, false},
-                                {"192x128w4k64s1p0c", 192, 128, 64, false},
-                                {"128x128w4k64s1l16", 128, 128, 64, false},
-                                {"128x128w4k64s1l32", 128, 128, 64, false},
-                                {"128x128w4k64s1l48", 128, 128, 64, false},
-                                {"128x64w4k64s1l32", 128, 64, 64, false},
-                                {"96x128w4k64s1l32", 96, 128, 64, false},
-                                {"192x128w4k64s1l32", 192, 128, 64, false},
                                 {"128x128w4k64s1p0_w", 128, 128, 64, false, true},
                                 {"128x128w4k64s1p0f_w", 128, 128, 64, false, true},
                                 {"192x128w4k64s1p0_w", 192, 128, 64, false, true}};
@@ -146,11 +138,13 @@ const CmTile& VulkanBackend::cm_tile(int64_t M, int64_t N, int64_t K, int64_t ba
   if (khr && !f32_out && M >= 8192 && cdiv(M, 192) * cdiv(N, 128) * batches >= 256 &&
       matmul_splits("matmul_cm_f16", M, N, K, batches, 192, 128) == 1)
     return tile_named("192x128w4k64s1p0");
-  // f16 squares: "f" with the checked staging in every K step (`--tiles` on an H100, one process, 4096^3 NN / NT / TN:
-  // 313 / 302 / 303 TFLOP/s against p0's 288 / 293 / 286; the GPT-2 step's "f" tiles keep the in-K staging, 0.23 ms
-  // faster there). At 6144^3 the 192 x 128 tile was faster still (323 against 316): not chosen below M 8192.
+  // f16 squares: p0 with the checked staging in every K step ("c"), whose K loop the driver unrolls, issuing about
+  // half of the next steps' loads among the current step's products (its machine code). `--tiles`, one process per
+  // GPU, 4096^3 NN / NT / TN: H100 310 / 314 / 314 TFLOP/s against "fc" ("f" checked) 307 / 298 / 303 and p0's
+  // 288 / 290 / 285; H200 310 / 316 / 314 against 307 / 298-300 / 300-302. At 6144^3 and 8192^3 the 192 x 128 tile is
+  // faster still (323-333), not chosen below M 8192 (4096^3 on it: 196-225).
   if (M >= 4096 && N >= 4096)
-    return tile_named(khr ? (f32_out ? "128x128w4k64s1p0" : "128x128w4k64s1p0fc") : "128x128w4k64s1");
+    return tile_named(khr ? (f32_out ? "128x128w4k64s1p0" : "128x128w4k64s1p0c") : "128x128w4k64s1");
   // With the KHR kernels (no B-operand transposes) the 128 x 128 tile also wins on wide outputs and long products:
   // GPT-2's qkv/fc forward and proj dx (N 2304-3072, +7-11%), the LM head's three products (+15-25%) on an H200;
   // with the output rows staged through shared memory also shakespeare_char's (M 16384, N 1152-1536: +13-16%).
@@ -327,7 +321,7 @@ Tensor VulkanBackend::matmul_out(const Tensor& a, const Tensor& b, bool ta, bool
 // Tiles with the bias and residual epilogues (spirv/CMakeLists.txt): the ones cm_tile picks; all but 96 x 128 also
 // have the row-sum variant (linear_weight_grads).
 bool has_bias_variants(const std::string& tile) {
-  for (const char* t : {"128x128w4k64s1", "128x128w4k64s1p0", "128x128w4k64s1p0f", "128x128w4k64s1p0fc", "128x64w4k64s1p0",
+  for (const char* t : {"128x128w4k64s1", "128x128w4k64s1p0", "128x128w4k64s1p0f", "128x128w4k64s1p0c", "128x64w4k64s1p0",
                         "128x64w4k64s1p0f", "64x64w4k64s1p0", "64x64w4k64s1p0f", "96x128w4k64s1p0f", "192x128w4k64s1p0"})
     if (tile == t) return true;
   return false;
