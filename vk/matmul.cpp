@@ -40,7 +40,8 @@ constexpr CmTile kCmTiles[] = {
     {"64x64w4k64s1", 64, 64, 64},     {"128x64w4k64s1p0", 128, 64, 64}, {"64x64w4k64s1p0", 64, 64, 64},
     {"128x128w4k64s1p0", 128, 128, 64},
     {"128x128w4k64s1p0f", 128, 128, 64}, {"128x64w4k64s1p0f", 128, 64, 64}, {"64x64w4k64s1p0f", 64, 64, 64},
-    {"128x128w4k64s1p0c", 128, 128, 64},  // p0 with every K step's staging checked (large squares)
+    {"128x128w4k64s1p0fc", 128, 128, 64},  // "f" with every K step's staging checked (large squares)
+    {"128x128w4k64s1p0c", 128, 128, 64},   // p0 with every K step's staging checked (faster still there)
     {"96x128w4k64s1p0f", 96, 128, 64},
     {"192x128w4k64s1p0", 192, 128, 64},  // 2 x 2 subgroups of 96 x 64
 };
@@ -138,13 +139,14 @@ const CmTile& VulkanBackend::cm_tile(int64_t M, int64_t N, int64_t K, int64_t ba
   if (khr && !f32_out && M >= 8192 && cdiv(M, 192) * cdiv(N, 128) * batches >= 256 &&
       matmul_splits("matmul_cm_f16", M, N, K, batches, 192, 128) == 1)
     return tile_named("192x128w4k64s1p0");
-  // f16 squares: p0 with the checked staging in every K step ("c"), whose K loop the driver unrolls, issuing about
-  // half of the next steps' loads among the current step's products (its machine code). `--tiles`, one process per
-  // GPU, 4096^3 NN / NT / TN: H100 310 / 314 / 314 TFLOP/s against "fc" ("f" checked) 307 / 298 / 303 and p0's
-  // 288 / 290 / 285; H200 310 / 316 / 314 against 307 / 298-300 / 300-302. At 6144^3 and 8192^3 the 192 x 128 tile is
-  // faster still (323-333), not chosen below M 8192 (4096^3 on it: 196-225).
+  // f16 squares: "f" with the checked staging in every K step ("fc"; `--tiles` on an H100, one process, 4096^3 NN /
+  // NT / TN: 313 / 302 / 303 TFLOP/s against p0's 288 / 293 / 286). p0c (p0 so staged; the driver unrolls its K loop
+  // and issues about half of the next steps' loads among the current step's products) was faster still in session
+  // 53's sweeps (H100 310 / 314 / 314 against "fc" 307 / 298 / 303; H200 310 / 316 / 314 against 307 / 298-300 /
+  // 300-302); it takes the squares once the GPU suite has run its epilogue variants. At 6144^3 and 8192^3 the 192 x 128
+  // tile is faster still (323-333), not chosen below M 8192 (4096^3 on it: 196-225).
   if (M >= 4096 && N >= 4096)
-    return tile_named(khr ? (f32_out ? "128x128w4k64s1p0" : "128x128w4k64s1p0c") : "128x128w4k64s1");
+    return tile_named(khr ? (f32_out ? "128x128w4k64s1p0" : "128x128w4k64s1p0fc") : "128x128w4k64s1");
   // With the KHR kernels (no B-operand transposes) the 128 x 128 tile also wins on wide outputs and long products:
   // GPT-2's qkv/fc forward and proj dx (N 2304-3072, +7-11%), the LM head's three products (+15-25%) on an H200;
   // with the output rows staged through shared memory also shakespeare_char's (M 16384, N 1152-1536: +13-16%).
@@ -321,7 +323,8 @@ Tensor VulkanBackend::matmul_out(const Tensor& a, const Tensor& b, bool ta, bool
 // Tiles with the bias and residual epilogues (spirv/CMakeLists.txt): the ones cm_tile picks; all but 96 x 128 also
 // have the row-sum variant (linear_weight_grads).
 bool has_bias_variants(const std::string& tile) {
-  for (const char* t : {"128x128w4k64s1", "128x128w4k64s1p0", "128x128w4k64s1p0f", "128x128w4k64s1p0c", "128x64w4k64s1p0",
+  for (const char* t : {"128x128w4k64s1", "128x128w4k64s1p0", "128x128w4k64s1p0f", "128x128w4k64s1p0fc", "128x128w4k64s1p0c",
+                        "128x64w4k64s1p0",
                         "128x64w4k64s1p0f", "64x64w4k64s1p0", "64x64w4k64s1p0f", "96x128w4k64s1p0f", "192x128w4k64s1p0"})
     if (tile == t) return true;
   return false;
