@@ -6,6 +6,7 @@
 #   2. here: python3 scripts/sass_unpack.py caches.tgz gpu/sassraw   (the cache entries that hold machine code)
 #   3. there: bash gpu/kernel_sass.sh dis   disassembles gpu/sassraw/*.raw (nvdisasm --binary SM90) -> $OUT/sass.tgz,
 #      and prints per kernel its HMMA, MOVM (register transposes), LDSM (ldmatrix), LDGSTS (cp.async), LDG and STS counts.
+#   4. here: python3 scripts/sass_phases.py sass.tgz   (LDG, STS, LDSM, HMMA per stretch between barriers)
 # The tile's own kernel is the largest entry of its cache (the bench's warm-up and f32 kernels are the others).
 set -u
 source "$(dirname "$0")/setup.sh" > /dev/null
