@@ -88,12 +88,12 @@ TEST_CASE("vk matmul coopmat tile choice by shape (the sweeps' rule; the choice 
   // for kTargetGroupsCm workgroups; the LM head's gradient (many tiles) on 128 x 64; large squares on 128 x 128;
   // a small grid that a short K cannot split (fewer than kSmallGrid workgroups) on 64 x 64.
   // With the KHR kernels (no B transposes) wide outputs and long products take 128 x 128 (the H200 sweeps), both
-  // tiles without the register prefetch and with fragments pipelined ("f"); f16 squares the 128 x 128 "f" whose K
-  // steps all stage with the per-piece checks ("fc"), f32 squares the 128 x 128 without "f".
+  // tiles without the register prefetch and with fragments pipelined ("f"); f16 squares the 128 x 128 p0 tile whose
+  // K steps all stage with the per-piece checks ("p0c"), f32 squares the 128 x 128 without "f".
   const bool khr = gpu().runtime().device().features().khr_coopmat_f16;
   const std::string mid = khr ? "128x64w4k64s1p0f" : "128x64w4k64s1p0";
   const std::string wide = khr ? "128x128w4k64s1p0f" : mid;
-  const std::string square = khr ? "128x128w4k64s1p0fc" : "128x128w4k64s1";  // f16 out ("c": checked staging)
+  const std::string square = khr ? "128x128w4k64s1p0c" : "128x128w4k64s1";  // f16 out ("c": checked staging)
   // f16 outputs of M >= 8192 in one K slice of >= 256 tiles: 192 x 128 with KHR (GPT-2's forward and dx products).
   const std::string tall = khr ? "192x128w4k64s1p0" : wide;
   CHECK(std::string(gpu().cm_tile(8192, 50304, 768, 1).name) == (khr ? tall : square));  // LM head fwd
@@ -101,7 +101,9 @@ TEST_CASE("vk matmul coopmat tile choice by shape (the sweeps' rule; the choice 
   CHECK(std::string(gpu().cm_tile(16384, 384, 1536, 1).name) == (khr ? tall : mid));  // shakespeare_char's N = 384
   CHECK(std::string(gpu().cm_tile(8192, 2304, 768, 1).name) == tall);
   CHECK(std::string(gpu().cm_tile(8192, 768, 3072, 1).name) == (khr ? tall : mid));  // N = 768
-  CHECK(std::string(gpu().cm_tile(8192, 768, 50304, 1).name) == wide);  // LM head dx: K split, not 192 x 128
+  // LM head dx (K 50304: 128 x 128 would split it): whole K on 192 x 128 with checked staging, f16 out only.
+  CHECK(std::string(gpu().cm_tile(8192, 768, 50304, 1).name) == (khr ? "192x128w4k64s1p0c" : wide));
+  if (khr) CHECK_FALSE(gpu().cm_tile(8192, 768, 50304, 1).f32out);
   CHECK(std::string(gpu().cm_tile(8192, 2304, 768, 1, true).name) == wide);  // f32 out: not 192 x 128
   // f16 out at a weight gradient's shape: 72 tiles of 128 x 64 in 4 slices (of 2048) are under kSmallGrid: 64 x 64.
   CHECK(std::string(gpu().cm_tile(768, 768, 8192, 1).name) == (khr ? "64x64w4k64s1p0f" : "64x64w4k64s1p0"));

@@ -44,6 +44,7 @@ constexpr CmTile kCmTiles[] = {
     {"128x128w4k64s1p0c", 128, 128, 64},   // p0 with every K step's staging checked (faster still there)
     {"96x128w4k64s1p0f", 96, 128, 64},
     {"192x128w4k64s1p0", 192, 128, 64},  // 2 x 2 subgroups of 96 x 64
+    {"192x128w4k64s1p0c", 192, 128, 64, false},  // checked staging, f16 out, whole K (the LM head's dx)
 };
 
 // Timing probes (spirv/CMakeLists.txt): a tile's inner loop alone, for `alpha bench gpu --tiles`.
@@ -139,14 +140,19 @@ const CmTile& VulkanBackend::cm_tile(int64_t M, int64_t N, int64_t K, int64_t ba
   if (khr && !f32_out && M >= 8192 && cdiv(M, 192) * cdiv(N, 128) * batches >= 256 &&
       matmul_splits("matmul_cm_f16", M, N, K, batches, 192, 128) == 1)
     return tile_named("192x128w4k64s1p0");
+  // The same grids with a K long enough to split (GPT-2's LM head dx, K 50304, 258 tiles: about one wave) run whole K
+  // on the 192 x 128 tile with checked staging (f16 out only). H100, session 54: `--tiles` 320 TFLOP/s against 274 for
+  // 128 x 128 "f" in two slices with their sum and cast; in the step 1.95-1.99 ms against 1.95-2.09 + 0.04.
+  if (khr && !f32_out && M >= 8192 && cdiv(M, 192) * cdiv(N, 128) * batches >= 256 && K >= 32768)
+    return tile_named("192x128w4k64s1p0c");
   // f16 squares: "f" with the checked staging in every K step ("fc"; `--tiles` on an H100, one process, 4096^3 NN /
   // NT / TN: 313 / 302 / 303 TFLOP/s against p0's 288 / 293 / 286). p0c (p0 so staged; the driver unrolls its K loop
   // and issues about half of the next steps' loads among the current step's products) was faster still in session
   // 53's sweeps (H100 310 / 314 / 314 against "fc" 307 / 298 / 303; H200 310 / 316 / 314 against 307 / 298-300 /
-  // 300-302); it takes the squares once the GPU suite has run its epilogue variants. At 6144^3 and 8192^3 the 192 x 128
-  // tile is faster still (323-333), not chosen below M 8192 (4096^3 on it: 196-225).
+  // 300-302), and takes the squares since session 54's GPU suite ran its epilogue variants. At 6144^3 and 8192^3 the
+  // 192 x 128 tile is faster still (323-333), not chosen below M 8192 (4096^3 on it: 196-225).
   if (M >= 4096 && N >= 4096)
-    return tile_named(khr ? (f32_out ? "128x128w4k64s1p0" : "128x128w4k64s1p0fc") : "128x128w4k64s1");
+    return tile_named(khr ? (f32_out ? "128x128w4k64s1p0" : "128x128w4k64s1p0c") : "128x128w4k64s1");
   // With the KHR kernels (no B-operand transposes) the 128 x 128 tile also wins on wide outputs and long products:
   // GPT-2's qkv/fc forward and proj dx (N 2304-3072, +7-11%), the LM head's three products (+15-25%) on an H200;
   // with the output rows staged through shared memory also shakespeare_char's (M 16384, N 1152-1536: +13-16%).
