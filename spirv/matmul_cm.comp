@@ -89,6 +89,11 @@
 #ifndef CHECKED_STAGE
 #define CHECKED_STAGE 0  // p0 loop: whole K steps also stage with the per-piece checks (no in-K branch)
 #endif
+#ifdef KUNROLL  // the p0 K loop asks the driver to unroll it KUNROLL times (SPIR-V PartialCount; "_u" trial tiles)
+#define K_LOOP [[partial_count(KUNROLL)]]
+#else
+#define K_LOOP
+#endif
 #if STAGES == 2 && !PREFETCH
 #error "two shared stages need the register prefetch"
 #endif
@@ -416,7 +421,7 @@ void main() {
     ROWSUM_ADD(v);                                                                                              \
   }                                                                                                             \
   [[unroll]] for (uint e = 0; e < LOADS_B; ++e) STORE_B(0, e, LB(k0, e));
-  for (uint s = 0; s < steps; ++s) {
+  K_LOOP for (uint s = 0; s < steps; ++s) {
     const uint k0 = kbeg + s * BK;
     // Hazard: every subgroup must be done loading fragments of the previous slices before they are overwritten.
     if (s > 0) barrier();
