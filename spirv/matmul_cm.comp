@@ -89,7 +89,9 @@
 #ifndef CHECKED_STAGE
 #define CHECKED_STAGE 0  // p0 loop: whole K steps also stage with the per-piece checks (no in-K branch)
 #endif
-#ifdef KUNROLL  // the p0 K loop asks the driver to unroll it KUNROLL times (SPIR-V PartialCount; "_u" trial tiles)
+#if KUNROLL == 1  // the p0 K loop asks the driver not to unroll it (SPIR-V DontUnroll; the "_u1" control tile)
+#define K_LOOP [[dont_unroll]]
+#elif defined(KUNROLL)  // ... to unroll it KUNROLL times (SPIR-V PartialCount; the "_u" trial tiles)
 #define K_LOOP [[partial_count(KUNROLL)]]
 #else
 #define K_LOOP

@@ -57,11 +57,12 @@ constexpr CmTile kCmProbes[] = {
 // Trial tiles, timed in `alpha bench gpu --tiles` and checked by test_vk: f16 outputs of one K slice only.
 // The _w twins of the per-shape tiles take the walk's band height as a specialization constant (`--tiles --walks`).
 constexpr CmTile kCmTrials[] = {{"160x128w4k64s1p0f", 160, 128, 64, false},
-                                // K loops with SPIR-V's PartialCount 2 or 4 (session 54; not yet timed)
+                                // K loops with SPIR-V's PartialCount 2 or 4, or DontUnroll (session 54; not yet timed)
                                 {"128x128w4k64s1p0_u2", 128, 128, 64, false},
                                 {"128x128w4k64s1p0f_u2", 128, 128, 64, false},
                                 {"128x128w4k64s1p0fc_u2", 128, 128, 64, false},
                                 {"128x128w4k64s1p0c_u4", 128, 128, 64, false},
+                                {"128x128w4k64s1p0c_u1", 128, 128, 64, false},  // DontUnroll (control)
                                 {"192x128w4k64s1p0_u2", 192, 128, 64, false},
                                 {"192x128w4k64s1p0c_u2", 192, 128, 64, false},
                                 {"96x128w4k64s1p0f_u2", 96, 128, 64, false},
