@@ -89,13 +89,6 @@
 #ifndef CHECKED_STAGE
 #define CHECKED_STAGE 0  // p0 loop: whole K steps also stage with the per-piece checks (no in-K branch)
 #endif
-#if KUNROLL == 1  // the p0 K loop asks the driver not to unroll it (SPIR-V DontUnroll; the "_u1" control tile)
-#define K_LOOP [[dont_unroll]]
-#elif defined(KUNROLL)  // ... to unroll it KUNROLL times (SPIR-V PartialCount; the "_u" trial tiles)
-#define K_LOOP [[partial_count(KUNROLL)]]
-#else
-#define K_LOOP
-#endif
 #if STAGES == 2 && !PREFETCH
 #error "two shared stages need the register prefetch"
 #endif
@@ -423,7 +416,7 @@ void main() {
     ROWSUM_ADD(v);                                                                                              \
   }                                                                                                             \
   [[unroll]] for (uint e = 0; e < LOADS_B; ++e) STORE_B(0, e, LB(k0, e));
-  K_LOOP for (uint s = 0; s < steps; ++s) {
+  for (uint s = 0; s < steps; ++s) {
     const uint k0 = kbeg + s * BK;
     // Hazard: every subgroup must be done loading fragments of the previous slices before they are overwritten.
     if (s > 0) barrier();

@@ -62,33 +62,6 @@ TEST_CASE("nv2khr: every coopmat GEMM and register-attention kernel has a KHR tw
   CHECK(!spirv::declares_capability(*spirv::find_blob("attention_cmr_f16"), spirv::kCapConversionsNV));
 }
 
-TEST_CASE("nv2khr: a \"_u\" tile's K loop asks for its unrolling in both kernels; the other tiles' loops ask nothing") {
-  // OpLoopMerge (246): merge, continue, control mask (DontUnroll 0x2; PartialCount 0x100, then the count). The "_uN"
-  // trial tiles (spirv/matmul_cm.comp KUNROLL; N 1: DontUnroll) time the driver's unrolling: the rewrite keeps it.
-  size_t tiles = 0;
-  for (const spirv::Blob& b : spirv::all_blobs()) {
-    const std::string_view name = b.name;
-    if (!name.starts_with("matmul_cm_f16_vec8_")) continue;
-    const size_t u = name.find("_u");
-    const uint32_t want = u == std::string_view::npos ? 0 : uint32_t(name[u + 2] - '0');
-    size_t partial = 0, rolled = 0;
-    for (const Ins& x : parse(b.words, b.count)) {
-      if (x.op != 246) continue;
-      REQUIRE_MESSAGE(x.a.size() >= 3, name);
-      rolled += (x.a[2] & 0x2u) != 0;
-      if (x.a[2] & 0x100u) {
-        ++partial;
-        CHECK_MESSAGE(x.a.size() == 4, name);
-        CHECK_MESSAGE(x.a.back() == want, name);
-      }
-    }
-    CHECK_MESSAGE(partial == (want > 1 ? 1u : 0u), name);
-    CHECK_MESSAGE(rolled == (want == 1 ? 1u : 0u), name);
-    tiles += want != 0;
-  }
-  CHECK(tiles >= 18);  // nine trial tiles, each with its KHR twin
-}
-
 TEST_CASE("nv2khr: each product's operands carry the A, B and accumulator uses") {
   const spirv::Blob* b = spirv::find_blob("matmul_cm_f16_vec8_128x128w4k64s1_bias_khr");
   REQUIRE(b);

@@ -101,9 +101,12 @@ TEST_CASE("vk matmul coopmat tile choice by shape (the sweeps' rule; the choice 
   CHECK(std::string(gpu().cm_tile(16384, 384, 1536, 1).name) == (khr ? tall : mid));  // shakespeare_char's N = 384
   CHECK(std::string(gpu().cm_tile(8192, 2304, 768, 1).name) == tall);
   CHECK(std::string(gpu().cm_tile(8192, 768, 3072, 1).name) == (khr ? tall : mid));  // N = 768
-  // LM head dx (K 50304: 128 x 128 would split it): whole K on 192 x 128 with checked staging, f16 out only.
-  CHECK(std::string(gpu().cm_tile(8192, 768, 50304, 1).name) == (khr ? "192x128w4k64s1p0c" : wide));
-  if (khr) CHECK_FALSE(gpu().cm_tile(8192, 768, 50304, 1).f32out);
+  // LM head dx (K 50304: 128 x 128 would split it): whole K on 192 x 128 (cm_whole_k), f16 out only; not a forced tile.
+  CHECK(std::string(gpu().cm_tile(8192, 768, 50304, 1).name) == (khr ? tall : wide));
+  CHECK(gpu().cm_whole_k(8192, 768, 50304, 1) == khr);
+  CHECK_FALSE(gpu().cm_whole_k(8192, 768, 50304, 1, true));  // f32 out
+  CHECK_FALSE(gpu().cm_whole_k(8192, 768, 4096, 1));          // K under kWholeK
+  CHECK_FALSE(gpu().cm_whole_k(4096, 768, 50304, 1));         // M under 8192
   CHECK(std::string(gpu().cm_tile(8192, 2304, 768, 1, true).name) == wide);  // f32 out: not 192 x 128
   // f16 out at a weight gradient's shape: 72 tiles of 128 x 64 in 4 slices (of 2048) are under kSmallGrid: 64 x 64.
   CHECK(std::string(gpu().cm_tile(768, 768, 8192, 1).name) == (khr ? "64x64w4k64s1p0f" : "64x64w4k64s1p0"));
@@ -308,6 +311,21 @@ TEST_CASE("vk matmul coopmat block tiles: every 16-byte-load f16 tile matches th
       }
       gpu().set_cm_walk(0);
     }
+  }
+  // The LM head dx's choice (cm_whole_k): 192 x 128 over the whole K that a forced 192 x 128 would split. Its bits
+  // are those of the tile's walk twin (f16 out only, so one slice); its first rows match the CPU.
+  if (gpu().runtime().device().features().khr_coopmat_f16) {
+    const int64_t M = 8192, K = vk::VulkanBackend::kWholeK, N = 768;
+    gpu().set_cm_tile("");
+    REQUIRE(gpu().cm_whole_k(M, N, K, 1));
+    REQUIRE(gpu().matmul_splits("matmul_cm_f16", M, N, K, 1, 192, 128) > 1);
+    const Tensor a = ops::cast(randn({M, K}, 530), DType::f16), b = ops::cast(randn({K, N}, 531), DType::f16);
+    const Tensor got = on_gpu([&] { return ops::matmul(a, b, false, false); });
+    gpu().set_cm_tile("192x128w4k64s1p0_w");
+    expect_close(got, on_gpu([&] { return ops::matmul(a, b, false, false); }), 0, 0, "whole K (bitwise as its walk twin)");
+    const Tensor top = ops::cat({a.narrow(0, 0, 64)}, 0);
+    expect_close(ops::cat({got.narrow(0, 0, 64)}, 0), on_cpu([&] { return ops::matmul(top, b, false, false); }), 2e-3,
+                 2e-3 * std::sqrt(double(K)), "whole K, first 64 rows against the CPU");
   }
   // A forced tile without the f32-output variant refuses an f32-output product by name (no missing pipeline).
   gpu().set_cm_tile(vk::cm_trials()[0].name);

@@ -103,6 +103,9 @@ class VulkanBackend : public Backend {
   // f32_out: the product leaves in f32 (weight gradients); split over K, the 128 x 128 tile's unstaged f32 partials
   // are slower than the 128 x 64 tile's staged ones.
   const CmTile& cm_tile(int64_t M, int64_t N, int64_t K, int64_t batches, bool f32_out = false) const;
+  // Whether cm_tile's choice (not a forced tile) runs the product's whole K where split-K would slice it: f16 outputs
+  // of a tall grid of 192 x 128 tiles over a long K (GPT-2's LM head dx).
+  bool cm_whole_k(int64_t M, int64_t N, int64_t K, int64_t batches, bool f32_out = false) const;
   // Profile labels per product shape (ALPHA_VK_PROFILE_SHAPES=1): the matmuls' GPU times appear per
   // `kernel[MxKxN TN /splits]` rather than per kernel alone.
   void set_profile_shapes(bool on) { profile_shapes_ = on; }
@@ -122,6 +125,7 @@ class VulkanBackend : public Backend {
   int64_t matmul_splits(const std::string& kernel, int64_t M, int64_t N, int64_t K, int64_t batches,
                         int64_t bm = 128, int64_t bn = 128, bool f32_out = false) const;
   static constexpr int64_t kTargetGroups = 256, kMinSplitK = 256;
+  static constexpr int64_t kWholeK = 32768;  // cm_whole_k: the shortest K its tall f16 grids run unsliced
   // Coopmat kernels aim at 768 workgroups: the weight gradients then run 128 x 64 tiles in more K slices. H200
   // steps (targets 256 / 512 / 768 / 1024, alternated twice): shakespeare_char 14.6 / 14.1 / 14.0 / 15.2 ms,
   // GPT-2 59.7 / 59.7 / 59.3 / 62.7 ms (docs/PERFORMANCE.md, session 10).

@@ -44,7 +44,6 @@ constexpr CmTile kCmTiles[] = {
     {"128x128w4k64s1p0c", 128, 128, 64},   // p0 with every K step's staging checked (faster still there)
     {"96x128w4k64s1p0f", 96, 128, 64},
     {"192x128w4k64s1p0", 192, 128, 64},  // 2 x 2 subgroups of 96 x 64
-    {"192x128w4k64s1p0c", 192, 128, 64, false},  // checked staging, f16 out, whole K (the LM head's dx)
 };
 
 // Timing probes (spirv/CMakeLists.txt): a tile's inner loop alone, for `alpha bench gpu --tiles`.
@@ -57,16 +56,6 @@ constexpr CmTile kCmProbes[] = {
 // Trial tiles, timed in `alpha bench gpu --tiles` and checked by test_vk: f16 outputs of one K slice only.
 // The _w twins of the per-shape tiles take the walk's band height as a specialization constant (`--tiles --walks`).
 constexpr CmTile kCmTrials[] = {{"160x128w4k64s1p0f", 160, 128, 64, false},
-                                // K loops with SPIR-V's PartialCount 2 or 4, or DontUnroll (session 54; not yet timed)
-                                {"128x128w4k64s1p0_u2", 128, 128, 64, false},
-                                {"128x128w4k64s1p0f_u2", 128, 128, 64, false},
-                                {"128x128w4k64s1p0fc_u2", 128, 128, 64, false},
-                                {"128x128w4k64s1p0c_u4", 128, 128, 64, false},
-                                {"128x128w4k64s1p0c_u1", 128, 128, 64, false},  // DontUnroll (control)
-                                {"192x128w4k64s1p0_u2", 192, 128, 64, false},
-                                {"192x128w4k64s1p0c_u2", 192, 128, 64, false},
-                                {"96x128w4k64s1p0f_u2", 96, 128, 64, false},
-                                {"128x64w4k64s1p0f_u2", 128, 64, 64, false},
                                 {"128x128w4k64s1p0_w", 128, 128, 64, false, true},
                                 {"128x128w4k64s1p0f_w", 128, 128, 64, false, true},
                                 {"192x128w4k64s1p0_w", 192, 128, 64, false, true}};
@@ -146,21 +135,18 @@ const CmTile& VulkanBackend::cm_tile(int64_t M, int64_t N, int64_t K, int64_t ba
   // bytes per product than 64 x 64 blocks, in 255 registers without spilling. `--tiles` on an H200 (session 31): GPT-2's
   // forward and dx products +5-22% but two ties, its LM head 331 vs 296 TFLOP/s, shakespeare_char's N = 384 +16-18%;
   // the 4096^3 square's 704 tiles (2.7 waves) 277 vs 303 on 128 x 128, so that keeps it. f32 outputs keep 128 x 128
-  // (the LM head's dW 284 vs 315 TFLOP/s).
+  // (the LM head's dW 284 vs 315 TFLOP/s). The same grids with a K long enough to split (cm_whole_k: GPT-2's LM head
+  // dx, K 50304, 258 tiles, about one wave) run whole K on it: H100, `--tiles --alternate` (session 55), 320-327
+  // TFLOP/s against 306-313 with checked staging (session 54's choice) and 274 for 128 x 128 "f" in two slices.
   if (khr && !f32_out && M >= 8192 && cdiv(M, 192) * cdiv(N, 128) * batches >= 256 &&
-      matmul_splits("matmul_cm_f16", M, N, K, batches, 192, 128) == 1)
+      (K >= kWholeK || matmul_splits("matmul_cm_f16", M, N, K, batches, 192, 128) == 1))
     return tile_named("192x128w4k64s1p0");
-  // The same grids with a K long enough to split (GPT-2's LM head dx, K 50304, 258 tiles: about one wave) run whole K
-  // on the 192 x 128 tile with checked staging (f16 out only). H100, session 54: `--tiles` 320 TFLOP/s against 274 for
-  // 128 x 128 "f" in two slices with their sum and cast; in the step 1.95-1.99 ms against 1.95-2.09 + 0.04.
-  if (khr && !f32_out && M >= 8192 && cdiv(M, 192) * cdiv(N, 128) * batches >= 256 && K >= 32768)
-    return tile_named("192x128w4k64s1p0c");
   // f16 squares: "f" with the checked staging in every K step ("fc"; `--tiles` on an H100, one process, 4096^3 NN /
-  // NT / TN: 313 / 302 / 303 TFLOP/s against p0's 288 / 293 / 286). p0c (p0 so staged; the driver unrolls its K loop
-  // and issues about half of the next steps' loads among the current step's products) was faster still in session
+  // NT / TN: 313 / 302 / 303 TFLOP/s against p0's 288 / 293 / 286). p0c (p0 so staged) was faster still in session
   // 53's sweeps (H100 310 / 314 / 314 against "fc" 307 / 298 / 303; H200 310 / 316 / 314 against 307 / 298-300 /
-  // 300-302), and takes the squares since session 54's GPU suite ran its epilogue variants. At 6144^3 and 8192^3 the
-  // 192 x 128 tile is faster still (323-333), not chosen below M 8192 (4096^3 on it: 196-225).
+  // 300-302), and takes the squares since session 54's GPU suite ran its epilogue variants. The driver unrolls its K
+  // loop, but kept rolled (DontUnroll) it ran as fast (session 55): the checked staging is the gain. At 6144^3 and
+  // 8192^3 the 192 x 128 tile is faster still (323-333), not chosen below M 8192 (4096^3 on it: 288-294 whole K).
   if (M >= 4096 && N >= 4096)
     return tile_named(khr ? (f32_out ? "128x128w4k64s1p0" : "128x128w4k64s1p0c") : "128x128w4k64s1");
   // With the KHR kernels (no B-operand transposes) the 128 x 128 tile also wins on wide outputs and long products:
@@ -181,6 +167,11 @@ const CmTile& VulkanBackend::cm_tile(int64_t M, int64_t N, int64_t K, int64_t ba
   const int64_t splits = matmul_splits("matmul_cm_f16", M, N, K, batches, mid.bm, mid.bn, f32_out);
   // 64 x 64 "f": 86 registers, +5-10% over p0 at every GPT-2 shape in `--tiles` (H200).
   return groups * splits < kSmallGrid ? tile_named(khr ? "64x64w4k64s1p0f" : "64x64w4k64s1p0") : mid;
+}
+
+bool VulkanBackend::cm_whole_k(int64_t M, int64_t N, int64_t K, int64_t batches, bool f32_out) const {
+  return cm_tile_.empty() && rt_->device().features().khr_coopmat_f16 && !f32_out && M >= 8192 &&
+         cdiv(M, 192) * cdiv(N, 128) * batches >= 256 && K >= kWholeK;
 }
 
 void VulkanBackend::set_concurrent(bool on) {
@@ -292,11 +283,10 @@ Tensor VulkanBackend::matmul_out(const Tensor& a, const Tensor& b, bool ta, bool
   const int64_t bm = ct ? ct->bm : kernel.rfind("matmul_small", 0) == 0 ? 64 : 128, bn = ct ? ct->bn : bm;
   if (cdiv(Mrun, bm) > 65535 || cdiv(N, bn) > 65535) return {};
   int64_t splits = matmul_splits(kernel, Mrun, N, K, nb, bm, bn, out_dtype == DType::f32);
-  if (ct && !ct->f32out) {  // a tile without f32 partials runs whole K
-    if (out_dtype == DType::f32)
-      throw ValueError(fmt::format("[vk] coopmat tile '{}' has f16 outputs only; this product needs f32 ones", ct->name));
-    splits = 1;
-  }
+  if (ct && !ct->f32out && out_dtype == DType::f32)
+    throw ValueError(fmt::format("[vk] coopmat tile '{}' has f16 outputs only; this product needs f32 ones", ct->name));
+  // A tile without f32 partials runs whole K, as does the choice for a long K (cm_whole_k).
+  if (ct && (!ct->f32out || cm_whole_k(Mrun, N, K, nb, out_dtype == DType::f32))) splits = 1;
   // Slices of whole K steps (32, or the tile's) so only the last one has a partial step. Rounding the slice up can
   // leave the last slices empty (K 4100 in 16 slices of 288: 15 cover it): there are only as many as cover K, since
   // the coopmat kernels count their K steps as (kend - kbeg + BK - 1) / BK.
@@ -357,7 +347,8 @@ const CmTile* VulkanBackend::epilogue_tile(int64_t M, int64_t N, int64_t K) cons
   if (M == 0 || N == 0 || M % 8 != 0 || N % 8 != 0 || K % 8 != 0) return nullptr;
   if (matmul_kernel(DType::f16, M, N, K, 1) != "matmul_cm_f16") return nullptr;
   const CmTile& ct = cm_tile(M, N, K, 1);
-  if (!has_bias_variants(ct.name) || matmul_splits("matmul_cm_f16", M, N, K, 1, ct.bm, ct.bn) != 1) return nullptr;
+  if (!has_bias_variants(ct.name)) return nullptr;
+  if (matmul_splits("matmul_cm_f16", M, N, K, 1, ct.bm, ct.bn) != 1 && !cm_whole_k(M, N, K, 1)) return nullptr;
   if (cdiv(M, ct.bm) > 65535 || cdiv(N, ct.bn) > 65535) return nullptr;
   return &ct;
 }

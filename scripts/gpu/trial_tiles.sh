@@ -22,5 +22,5 @@ for r in d["gemm"]:
         print("   f32out: auto %.0f (%s)" % (r["auto_f32out"]["tflops"], r["auto_f32out"]["tile"].replace("w4k64s1", "")),
               " ".join("%s=%.0f" % (k.replace("w4k64s1", ""), v["tflops"]) for k, v in r["tiles_f32out"].items() if "p0" in k))
 for k, v in d.get("pipeline_stats", {}).items():  # "Local Memory Size" above 2^36: spilled bytes (the driver's base)
-    if any(x in k for x in ("192", "160", "128x128w4k64s1p0", "_u")): print(k, v.get("Register Count"), v.get("Local Memory Size"))
+    if any(x in k for x in ("192", "160", "128x128w4k64s1p0")): print(k, v.get("Register Count"), v.get("Local Memory Size"))
 PY

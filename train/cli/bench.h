@@ -32,6 +32,9 @@ struct GpuBenchOptions {
   std::vector<std::string> gemm;  // "M,K,N[,ta,tb]" shapes instead of the default list (then no kernels/step)
   bool tiles = false;   // GEMM only: every coopmat block tile and the per-shape choice, f16 (tuning sweeps)
   std::vector<uint32_t> walks;  // with tiles: each walk twin (vk::CmTile::walk) at each of these band heights too
+  // With tiles: only these tiles ("auto" = the per-shape choice; a ":f32" suffix = f32 out), timed in alternation
+  // over rounds (A B C A B C ...), so the GPU's clock drift within a process falls on each alike (A/B of tiles).
+  std::vector<std::string> alternate;
   bool step_split = false;  // step: a host wait after the backward, to time it and the update apart
   std::string only;     // sections, comma-separated: gemm, kernels, attention, step ("" = all); overlap if named
 };

@@ -503,7 +503,8 @@ void run_gpu_bench(const GpuBenchOptions& o) {
   if (!custom.empty()) cases = custom;
   std::vector<Mode> modes = gemm_modes(feat);
   if (o.tiles) {
-    out["gemm"] = bench_gpu::bench_gemm_tiles(*be, cases, o.quick, o.walks);
+    out["gemm"] = o.alternate.empty() ? bench_gpu::bench_gemm_tiles(*be, cases, o.quick, o.walks)
+                                      : bench_gpu::bench_gemm_alternate(*be, cases, o.alternate, o.quick ? 1 : 5);
     for (bool f16 : {false, true})  // the accumulator's and the f16 operand's element layout, (row, col) per lane
       if (const auto probe = be->coopmat_layout_probe(f16); !probe.empty()) {
         nlohmann::json lanes = nlohmann::json::array();

@@ -49,6 +49,9 @@ struct GemmCase {
 // (bench_tiles.cpp).
 nlohmann::json bench_gemm_tiles(vk::VulkanBackend& be, const std::vector<GemmCase>& cases, bool quick,
                                 const std::vector<uint32_t>& walks);
+// --tiles --alternate: the named tiles at each case, timed in alternation over rounds (bench_tiles.cpp).
+nlohmann::json bench_gemm_alternate(vk::VulkanBackend& be, const std::vector<GemmCase>& cases,
+                                    const std::vector<std::string>& tiles, int rounds);
 
 // --only overlap: weight gradients beside the backward walk's memory-bound kernels, and half batches interleaved
 // (bench_overlap.cpp).

@@ -135,4 +135,55 @@ nlohmann::json bench_gemm_tiles(vk::VulkanBackend& be, const std::vector<GemmCas
   return rows;
 }
 
+// --tiles --alternate: the named tiles only, timed in turn over rounds at each case. A sweep times each tile once,
+// in a fixed order; on a power-capped GPU the later ones can read 5-10% apart from the same code (session 55).
+nlohmann::json bench_gemm_alternate(vk::VulkanBackend& be, const std::vector<GemmCase>& cases,
+                                    const std::vector<std::string>& tiles, int rounds) {
+  ALPHA_CHECK(be.runtime().device().features().nv_coopmat_f16, ValueError,
+              "[bench] --tiles needs NV cooperative matrices (the coopmat kernels); this device has none");
+  struct Pick {
+    std::string name, tile;  // tile "" = the per-shape choice
+    bool f32;
+  };
+  std::vector<Pick> picks;
+  for (const std::string& n : tiles) {
+    const size_t colon = n.find(':');
+    const std::string base = n.substr(0, colon), suffix = colon == std::string::npos ? "" : n.substr(colon);
+    ALPHA_CHECK(suffix.empty() || suffix == ":f32", ValueError, "[bench] --alternate: \"{}\" is not TILE or TILE:f32", n);
+    picks.push_back({n, base == "auto" ? "" : base, !suffix.empty()});
+    be.set_cm_tile(picks.back().tile);  // an unknown name stops here, before any timing
+  }
+  nlohmann::json rows = nlohmann::json::array();
+  for (const GemmCase& c : cases) {
+    const Tensor a = fill_f16(c.ta ? Shape{c.K, c.M} : Shape{c.M, c.K}, 1), b = fill_f16(c.tb ? Shape{c.N, c.K} : Shape{c.K, c.N}, 2);
+    const double flops = 2.0 * double(c.M) * double(c.K) * double(c.N);
+    auto call = [&](const Pick& p) { p.f32 ? (void)ops::matmul_f32(a, b, c.ta, c.tb) : (void)ops::matmul(a, b, c.ta, c.tb); };
+    for (const Pick& p : picks) {  // every pipeline built first; then ~1 s of work, the GPU at its working clocks
+      be.set_cm_tile(p.tile);
+      call(p);
+    }
+    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(1000);
+    do {
+      call(picks.front());
+      be.sync();
+    } while (std::chrono::steady_clock::now() < until);
+    nlohmann::json row = {{"name", c.name}, {"M", c.M}, {"K", c.K}, {"N", c.N}, {"ta", c.ta}, {"tb", c.tb}};
+    std::vector<std::vector<double>> tf(picks.size());
+    for (int r = 0; r < rounds; ++r)
+      for (size_t i = 0; i < picks.size(); ++i) {
+        be.set_cm_tile(picks[i].tile);
+        tf[i].push_back(flops / (burst_ms(be, [&] { call(picks[i]); }, flops, 3) * 1e9));
+      }
+    for (size_t i = 0; i < picks.size(); ++i) {
+      be.set_cm_tile(picks[i].tile);
+      row["alternate"][picks[i].name] = {{"tflops", median(tf[i])},
+                                         {"rounds", tf[i]},
+                                         {"tile", be.cm_tile(c.M, c.N, c.K, 1, picks[i].f32).name}};
+    }
+    rows.push_back(row);
+  }
+  be.set_cm_tile("");
+  return rows;
+}
+
 }  // namespace alpha::bench_gpu

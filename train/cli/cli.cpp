@@ -158,7 +158,7 @@ double number_arg(const std::string& name, const std::string& v, double lo, doub
 constexpr const char* kBenchHelp =
     R"(usage: alpha bench cpu [--json] [--kernels] [--gpt2] [--profile]
        alpha bench gpu [--device D] [--config CONFIG] [--set k=v]... [--steps N] [--peak-tflops X] [--json]
-                       [--gemm M,K,N[,ta,tb]]... [--tiles [--walks B,B...]] [--only gemm,kernels,attention,step,overlap]
+                       [--gemm M,K,N[,ta,tb]]... [--tiles [--walks B,B...|--alternate T,T...]] [--only gemm,kernels,attention,step,overlap]
                        [--optim gpu|cpu] [--step-split] [--quick]
 
 bench cpu: CPU matmul GFLOP/s at GPT shapes and a transformer block's step time.
@@ -168,6 +168,8 @@ bench cpu: CPU matmul GFLOP/s at GPT shapes and a transformer block's step time.
 bench gpu: Vulkan timings (timestamps, warm-up, medians) for the config's model (default shakespeare_char).
   --gemm      extra GEMM shapes;  --tiles  every cooperative-matrix block tile at every shape
   --walks     with --tiles: the per-shape tiles' walk twins at each band height of the workgroup walk (the tiles use 8)
+  --alternate with --tiles: only these tiles (auto = the per-shape choice, NAME:f32 = f32 out), timed in turn over
+              5 rounds, each one's median and rounds (an A/B of tiles within one process)
   --only      a comma list of gemm, kernels, attention, step; overlap (only when named: weight gradients
               beside the backward's memory-bound kernels, no barrier between; half batches interleaved)
   --optim     the step's optimizer state on the gpu (default) or cpu; optim.name picks adamw or muon
@@ -224,6 +226,15 @@ int cmd_bench(const std::vector<std::string>& args) {
         b = e + 1;
       }
     }
+    else if (a == "--alternate") {  // comma-separated tile names
+      const std::string& v = value();
+      for (size_t b = 0; b <= v.size();) {
+        const size_t e = std::min(v.find(',', b), v.size());
+        ALPHA_CHECK(e > b, UsageError, "[cli] --alternate takes tile names separated by commas, got \"{}\"", v);
+        o.alternate.push_back(v.substr(b, e - b));
+        b = e + 1;
+      }
+    }
     else if (a == "--only") o.only = value();
     else if (a == "--optim") o.optim_device = value();
     else if (a == "--steps") o.steps = static_cast<int>(number_arg(a, value(), 1, 100000));
@@ -249,6 +260,8 @@ int cmd_bench(const std::vector<std::string>& args) {
     b = e + 1;
   }
   ALPHA_CHECK(o.walks.empty() || o.tiles, UsageError, "[cli] --walks goes with --tiles");
+  ALPHA_CHECK(o.alternate.empty() || (o.tiles && o.walks.empty()), UsageError,
+              "[cli] --alternate goes with --tiles, not with --walks");
   if (o.quick) o.warmup = 1, o.warmup_s = 0, o.steps = 2;
   run_gpu_bench(o);
   return kExitOk;
