@@ -145,7 +145,7 @@ const CmTile& VulkanBackend::cm_tile(int64_t M, int64_t N, int64_t K, int64_t ba
   // NT / TN: 313 / 302 / 303 TFLOP/s against p0's 288 / 293 / 286). p0c (p0 so staged) was faster still in session
   // 53's sweeps (H100 310 / 314 / 314 against "fc" 307 / 298 / 303; H200 310 / 316 / 314 against 307 / 298-300 /
   // 300-302), and takes the squares since session 54's GPU suite ran its epilogue variants. The driver unrolls its K
-  // loop, but kept rolled (DontUnroll) it ran as fast (session 55): the checked staging is the gain. At 6144^3 and
+  // loop; kept rolled (DontUnroll) it ran as fast at NN, 4-5% slower at NT (session 55): mostly the staging. At 6144^3 and
   // 8192^3 the 192 x 128 tile is faster still (323-333), not chosen below M 8192 (4096^3 on it: 288-294 whole K).
   if (M >= 4096 && N >= 4096)
     return tile_named(khr ? (f32_out ? "128x128w4k64s1p0" : "128x128w4k64s1p0c") : "128x128w4k64s1");
