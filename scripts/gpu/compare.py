@@ -15,6 +15,15 @@ if not os.access(ALPHA, os.X_OK):  # the paths are the repository root's (gpu/al
     raise SystemExit(f"[compare] {ALPHA} is not an executable: run from the repository root, or set ALPHA and G")
 
 
+def show(row):
+    """One JSON line on stdout, and in $OUT/compare.jsonl when OUT is set (the device tool brings $OUT back whole,
+    where a call's printed output may come back cut)."""
+    print(json.dumps(row), flush=True)
+    if os.environ.get("OUT"):
+        with open(os.path.join(os.environ["OUT"], "compare.jsonl"), "a") as f:
+            f.write(json.dumps(row) + "\n")
+
+
 def run(cmd, timeout=300):
     print("#", " ".join(cmd), file=sys.stderr, flush=True)
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
@@ -40,7 +49,7 @@ def emit(bench, alpha, torch, unit, higher_better, goal=None, **extra):
     if goal is not None:
         row.update(goal=goal, met=ratio >= goal)
     row.update(extra)
-    print(json.dumps(row), flush=True)
+    show(row)
 
 
 gpt2 = ["--config", f"{G}/configs/gpt2_124m.json", "--set", "train.grad_accum=1"]
@@ -63,7 +72,7 @@ for _ in range(ROUNDS):
     ta = {r["dtype"]: r for r in jlines(run(["python3", f"{G}/torch_attention.py", "8", "12", "1024", "64", "12"]))}
     tp = jlines(run(["python3", f"{G}/torch_gpt.py", "speed"], timeout=500))
     rounds.append(dict(att_step=att_step, sh_step=sh_step, ta=ta, tp=tp))
-print(json.dumps(dict(device=tiles.get("device"), torch=tg_out.splitlines()[0], rounds=ROUNDS)), flush=True)
+show(dict(device=tiles.get("device"), torch=tg_out.splitlines()[0], rounds=ROUNDS))
 
 
 def median(xs):
@@ -81,7 +90,7 @@ def emit_rounds(bench, pairs, unit, goal, **extra):
     if len(pairs) > 1:
         row["rounds"] = [[round(a, 3), round(t, 3), round(t / a, 3)] for a, t in pairs]
     row.update(extra)
-    print(json.dumps(row), flush=True)
+    show(row)
 
 
 for r in tiles["gemm"]:
