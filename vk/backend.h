@@ -17,7 +17,12 @@
 #include <vector>
 
 #include "core/backend.h"
+#include "vk/nvx.h"
 #include "vk/runtime.h"
+
+namespace alpha::ptx {
+struct MatmulVariant;  // ptx/kernels.h
+}
 
 namespace alpha::vk {
 
@@ -119,7 +124,14 @@ class VulkanBackend : public Backend {
   void set_concurrent(bool on) override;  // also holds the lazy queue: one submission for the concurrent products
   void set_cm_walk(uint32_t band);  // 0 = kCmWalk; else the walk twins' band height
   uint32_t cm_walk() const { return cm_walk_; }
-  void set_cm_tile(std::string name);  // "" = by shape; else a kCmTiles name (throws ValueError otherwise)
+  // "" = by shape; else a kCmTiles name, or a PTX variant's ("ptx_...", ptx/matmul_variants.h: products it fits run
+  // it, the rest by shape); throws ValueError otherwise.
+  void set_cm_tile(std::string name);
+  // The PTX variant (vk/nvx.cpp) a M x N x K product of f16 operands runs, or nullptr (the coopmat tiles run it).
+  const ptx::MatmulVariant* ptx_tile(int64_t M, int64_t N, int64_t K, bool ta, bool tb, bool f32_out) const;
+  static constexpr int64_t kPtxMinTiles = 256;
+  // The name of what runs a one-matrix product of f16 operands: ptx_tile's variant, else cm_tile's (bench rows).
+  std::string matmul_tile_name(int64_t M, int64_t N, int64_t K, bool ta, bool tb, bool f32_out) const;  // ptx_tile by shape: grids of at least this many block tiles
   // K slices for split-K (1 = none): enough bm x bn workgroups to fill the GPU, slices >= kMinSplitK deep.
   // f32_out: the product leaves in f32 (coopmat: split_target(); else kTargetGroupsCm, each split adding a pass).
   int64_t matmul_splits(const std::string& kernel, int64_t M, int64_t N, int64_t K, int64_t batches,
@@ -252,6 +264,14 @@ class VulkanBackend : public Backend {
   std::pair<Binding, uint32_t> counter_window(uint64_t count);
 
   std::unique_ptr<Runtime> rt_;
+  // The PTX matmul path (vk/nvx.cpp): the module, loaded on first use (after rt_: destroyed before the device).
+  bool set_ptx_tile(const std::string& name);  // true: name is a PTX variant's (then forced)
+  bool run_ptx_matmul(const ptx::MatmulVariant& v, const std::shared_ptr<GpuBuffer>& a,
+                      const std::shared_ptr<GpuBuffer>& b, const std::shared_ptr<GpuBuffer>& out, int64_t M, int64_t N,
+                      int64_t K, const std::string& label);
+  std::unique_ptr<PtxModule> ptx_;
+  std::string ptx_tile_;
+  bool ptx_failed_ = false;  // the driver refused the module: coopmat tiles from then on
   std::shared_ptr<GpuBuffer> counters_;
   uint64_t counter_next_ = 0, counter_ring_ = kCounters;
   std::array<int64_t, 9> thresholds_{};

@@ -317,6 +317,9 @@ void Device::create_device() {
   const char* tt = std::getenv("ALPHA_VK_TILE_TRACE");
   f.tile_trace = tt && std::string_view(tt) == "1" && has_extension(exts, VK_KHR_SHADER_CLOCK_EXTENSION_NAME) &&
                  has_extension(exts, VK_NV_SHADER_SM_BUILTINS_EXTENSION_NAME);
+  const char* ptx = std::getenv("ALPHA_VK_PTX");
+  f.nvx_ptx = has_extension(exts, VK_NVX_BINARY_IMPORT_EXTENSION_NAME) && f12.bufferDeviceAddress && ptx &&
+              std::string_view(ptx) == "1" && !validation_;
   f.subgroup_size = p11.subgroupSize;
   f.subgroup_shuffle = (p11.subgroupSupportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
                        (p11.subgroupSupportedOperations & VK_SUBGROUP_FEATURE_SHUFFLE_BIT);
@@ -388,6 +391,10 @@ void Device::create_device() {
   e12.timelineSemaphore = VK_TRUE;
   e12.shaderFloat16 = f.fp16_arithmetic;
   std::vector<const char*> dev_exts;
+  if (f.nvx_ptx) {  // buffers get device addresses (vk/memory.cpp), the PTX kernels' pointer arguments
+    dev_exts.push_back(VK_NVX_BINARY_IMPORT_EXTENSION_NAME);
+    e12.bufferDeviceAddress = VK_TRUE;
+  }
   if (f.memory_budget) dev_exts.push_back(VK_EXT_MEMORY_BUDGET_EXTENSION_NAME);
   VkPhysicalDeviceFaultFeaturesEXT efault{};  // lost-device reports (vk/fault.h)
   efault.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FAULT_FEATURES_EXT;

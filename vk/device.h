@@ -38,6 +38,10 @@ struct DeviceFeatures {
   bool coopmat2_conversions = false;    // VK_NV_cooperative_matrix2's conversions enabled: attention's KHR twins
   bool pipeline_stats = false;           // VK_KHR_pipeline_executable_properties enabled (ALPHA_VK_PIPELINE_STATS=1)
   bool tile_trace = false;  // VK_KHR_shader_clock + VK_NV_shader_sm_builtins enabled (ALPHA_VK_TILE_TRACE=1): GEMM traces
+  // VK_NVX_binary_import + bufferDeviceAddress enabled (NVIDIA): the PTX matmul kernels (ptx/, vk/nvx.h) run on
+  // buffers' device addresses. Opt-in (ALPHA_VK_PTX=1) until the GPU suite has checked them on an NVIDIA GPU;
+  // validation leaves them off (the layer does not know the extension's launches).
+  bool nvx_ptx = false;
   uint32_t subgroup_size = 0;
   bool subgroup_shuffle = false;         // subgroupShuffleXor in compute shaders (attention_cm.comp)
   uint32_t shared_memory_bytes = 0;      // maxComputeSharedMemorySize

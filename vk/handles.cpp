@@ -15,9 +15,13 @@ Buffer make_buffer(VkDevice d, VkDeviceSize size, VkBufferUsageFlags usage) {
   return Buffer(d, h);
 }
 
-DeviceMemory allocate_memory(VkDevice d, VkDeviceSize size, uint32_t type_index) {
+DeviceMemory allocate_memory(VkDevice d, VkDeviceSize size, uint32_t type_index, bool device_address) {
+  VkMemoryAllocateFlagsInfo flags{};
+  flags.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_FLAGS_INFO;
+  flags.flags = VK_MEMORY_ALLOCATE_DEVICE_ADDRESS_BIT;
   VkMemoryAllocateInfo info{};
   info.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO;
+  if (device_address) info.pNext = &flags;
   info.allocationSize = size;
   info.memoryTypeIndex = type_index;
   VkDeviceMemory h = VK_NULL_HANDLE;

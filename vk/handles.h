@@ -25,6 +25,8 @@ ALPHA_VK_HANDLE(VkDescriptorPool, vkDestroyDescriptorPool)
 ALPHA_VK_HANDLE(VkCommandPool, vkDestroyCommandPool)
 ALPHA_VK_HANDLE(VkSemaphore, vkDestroySemaphore)
 ALPHA_VK_HANDLE(VkQueryPool, vkDestroyQueryPool)
+ALPHA_VK_HANDLE(VkCuModuleNVX, vkDestroyCuModuleNVX)
+ALPHA_VK_HANDLE(VkCuFunctionNVX, vkDestroyCuFunctionNVX)
 #undef ALPHA_VK_HANDLE
 
 // Owns one object of a VkDevice; the device must outlive it (owners hold the Device by shared_ptr).
@@ -67,10 +69,13 @@ using DescriptorPool = DeviceHandle<VkDescriptorPool>;
 using CommandPool = DeviceHandle<VkCommandPool>;
 using Semaphore = DeviceHandle<VkSemaphore>;
 using QueryPool = DeviceHandle<VkQueryPool>;
+using CuModule = DeviceHandle<VkCuModuleNVX>;
+using CuFunction = DeviceHandle<VkCuFunctionNVX>;
 
 // Factories: create or throw (VK_CHECK).
 Buffer make_buffer(VkDevice d, VkDeviceSize size, VkBufferUsageFlags usage);
-DeviceMemory allocate_memory(VkDevice d, VkDeviceSize size, uint32_t type_index);
+// device_address: VK_MEMORY_ALLOCATE_DEVICE_ADDRESS_BIT (buffers bound to it have device addresses).
+DeviceMemory allocate_memory(VkDevice d, VkDeviceSize size, uint32_t type_index, bool device_address = false);
 ShaderModule make_shader_module(VkDevice d, std::span<const uint32_t> words);
 DescriptorSetLayout make_storage_set_layout(VkDevice d, uint32_t bindings);  // bindings 0..n-1, storage
 PipelineLayout make_pipeline_layout(VkDevice d, VkDescriptorSetLayout set, uint32_t push_size);

@@ -15,6 +15,7 @@
 
 #include <fmt/format.h>
 
+#include "ptx/kernels.h"
 #include "spirv/push_constants.h"
 #include "vk/backend.h"
 
@@ -112,7 +113,11 @@ void VulkanBackend::set_cm_walk(uint32_t band) {
   cm_walk_ = band == 0 ? kCmWalk : band;
 }
 
-void VulkanBackend::set_cm_tile(std::string name) { cm_tile_ = name.empty() ? "" : tile_named(name).name; }
+void VulkanBackend::set_cm_tile(std::string name) {
+  ptx_tile_.clear();
+  if (set_ptx_tile(name)) name.clear();
+  cm_tile_ = name.empty() ? "" : tile_named(name).name;
+}
 
 const CmTile& VulkanBackend::cm_tile(int64_t M, int64_t N, int64_t K, int64_t batches, bool f32_out) const {
   if (!cm_tile_.empty()) return tile_named(cm_tile_);
@@ -276,6 +281,17 @@ Tensor VulkanBackend::matmul_out(const Tensor& a, const Tensor& b, bool ta, bool
     sa = 0;
   }
   std::string kernel = matmul_kernel(a.dtype(), Mrun, N, K, nb);
+  // The PTX path (vk/nvx.cpp): one matrix of f16 operands at their natural strides, in whole block tiles.
+  if (kernel == "matmul_cm_f16" && nb == 1 && a.size(-1) == (ta ? Mrun : K) && b.size(-1) == (tb ? K : N))
+    if (const ptx::MatmulVariant* v = ptx_tile(Mrun, N, K, ta, tb, out_dtype == DType::f32)) {
+      Shape shape = batch;
+      shape.push_back(M);
+      shape.push_back(N);
+      Tensor out = rt_->output(shape, out_dtype);
+      if (run_ptx_matmul(*v, rt_->input(a), rt_->input(b), Runtime::buffer_of(out), Mrun, N, K,
+                         shape_label(v->name, Mrun, K, N, ta, tb, 1)))
+        return out;
+    }
   // f16 coopmat with every size and stride a multiple of 8: 16-byte loads of 8 halves.
   const bool vec8 = kernel == "matmul_cm_f16" && Mrun % 8 == 0 && N % 8 == 0 && K % 8 == 0 && a.size(-1) % 8 == 0 &&
                     b.size(-1) % 8 == 0 && sa % 8 == 0 && sb % 8 == 0;

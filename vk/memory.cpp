@@ -49,13 +49,20 @@ std::optional<uint32_t> Allocator::new_slab(VkDeviceSize size, bool dedicated) {
   }
   Slab s;
   try {
-    s.buffer = make_buffer(dev_->get(), size, kUsage);
+    const bool bda = dev_->features().nvx_ptx;  // the PTX kernels take device addresses (vk/nvx.h)
+    s.buffer = make_buffer(dev_->get(), size, bda ? kUsage | VK_BUFFER_USAGE_SHADER_DEVICE_ADDRESS_BIT : kUsage);
     VkMemoryRequirements req;
     vkGetBufferMemoryRequirements(dev_->get(), s.buffer.get(), &req);
     if (!(req.memoryTypeBits & (1u << type_index_))) return std::nullopt;
     ALPHA_VK_FAULT_POINT(alloc_slab, VK_ERROR_OUT_OF_DEVICE_MEMORY, "vkAllocateMemory");
-    s.memory = allocate_memory(dev_->get(), req.size, type_index_);
+    s.memory = allocate_memory(dev_->get(), req.size, type_index_, bda);
     VK_CHECK(vkBindBufferMemory(dev_->get(), s.buffer.get(), s.memory.get(), 0));
+    if (bda) {
+      VkBufferDeviceAddressInfo ai{};
+      ai.sType = VK_STRUCTURE_TYPE_BUFFER_DEVICE_ADDRESS_INFO;
+      ai.buffer = s.buffer.get();
+      s.address = vkGetBufferDeviceAddress(dev_->get(), &ai);
+    }
   } catch (const VkError& e) {  // the driver refused (OOM, or e.g. over maxBufferSize): the caller reports
     if (e.result() == VK_ERROR_DEVICE_LOST) throw;
     last_failure_ = e.what();   // size and heap, with this
@@ -126,6 +133,8 @@ void Allocator::free(const Block& b) {
 }
 
 GpuBuffer::~GpuBuffer() { pool_->release(block_); }
+
+VkDeviceAddress GpuBuffer::address() const { return pool_->allocator().address(block_.slab) + block_.offset; }
 
 VkDeviceSize BufferPool::size_class(VkDeviceSize bytes) {
   // Powers of two with 4 steps per octave: at most 25% slack, and equal-shaped tensors share a class.

@@ -31,6 +31,7 @@ class Allocator {
   std::optional<Block> allocate(VkDeviceSize size);  // nullopt: over budget or the driver refused
   void free(const Block& b);
   VkBuffer buffer(uint32_t slab) const { return slabs_[slab].buffer.get(); }
+  VkDeviceAddress address(uint32_t slab) const { return slabs_[slab].address; }  // 0 unless features().nvx_ptx
   uint32_t heap() const { return heap_; }
   VkDeviceSize alignment() const { return alignment_; }
   VkDeviceSize used_bytes() const { return slab_bytes_; }  // device memory held in slabs
@@ -43,6 +44,7 @@ class Allocator {
     DeviceMemory memory;
     Buffer buffer;
     VkDeviceSize size = 0;
+    VkDeviceAddress address = 0;
     bool dedicated = false;
     std::map<VkDeviceSize, VkDeviceSize> free;  // offset -> size, coalesced
   };
@@ -71,6 +73,7 @@ class GpuBuffer {
   VkBuffer buffer() const { return buffer_; }
   VkDeviceSize offset() const { return block_.offset; }
   VkDeviceSize size() const { return size_; }  // bytes requested (the block may be larger)
+  VkDeviceAddress address() const;              // the device address of offset(); needs features().nvx_ptx
 
   // Hazard tracking for the lazy queue (LazyQueue epochs): last barrier epoch that wrote / read it.
   uint64_t write_epoch = 0, read_epoch = 0;

@@ -156,7 +156,12 @@ void LazyQueue::track(Frame& f, std::span<const Binding> uses) {
     mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
     mb.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT |
                        VK_ACCESS_TRANSFER_WRITE_BIT;
-    const VkPipelineStageFlags stages = VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
+    // PTX launches (launch_cu) belong to no stage the extension names: with them possible, order all commands.
+    const VkPipelineStageFlags stages = dev_->features().nvx_ptx
+                                            ? VK_PIPELINE_STAGE_ALL_COMMANDS_BIT
+                                            : VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
+    mb.srcAccessMask |= dev_->features().nvx_ptx ? VK_ACCESS_MEMORY_WRITE_BIT : 0;
+    mb.dstAccessMask |= dev_->features().nvx_ptx ? VK_ACCESS_MEMORY_READ_BIT | VK_ACCESS_MEMORY_WRITE_BIT : 0;
     vkCmdPipelineBarrier(f.cmd, stages, stages, 0, 1, &mb, 0, nullptr, 0, nullptr);
     ++epoch_;
     ++stats_.barriers;
@@ -214,12 +219,37 @@ void LazyQueue::dispatch(const ComputePipeline& p, std::span<const Binding> bind
   vkCmdBindPipeline(f.cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p.pipeline);
   vkCmdBindDescriptorSets(f.cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p.layout, 0, 1, &set, 0, nullptr);
   if (p.push_size) vkCmdPushConstants(f.cmd, p.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, p.push_size, push);
+  record(f, work, name, [&] { vkCmdDispatch(f.cmd, groups[0], groups[1], groups[2]); });
+}
+
+void LazyQueue::launch_cu(VkCuFunctionNVX fn, std::span<const Binding> bindings, std::span<const void* const> params,
+                          std::array<uint32_t, 3> grid, uint32_t threads, uint32_t shared_bytes, double work,
+                          std::string_view name) {
+  if (error_ != VK_SUCCESS) return;
+  Frame& f = recording();
+  track(f, bindings);  // the kernel reads and writes the buffers behind its pointer arguments: same hazards
+  VkCuLaunchInfoNVX li{};
+  li.sType = VK_STRUCTURE_TYPE_CU_LAUNCH_INFO_NVX;
+  li.function = fn;
+  li.gridDimX = grid[0];
+  li.gridDimY = grid[1];
+  li.gridDimZ = grid[2];
+  li.blockDimX = threads;
+  li.blockDimY = li.blockDimZ = 1;
+  li.sharedMemBytes = shared_bytes;
+  li.paramCount = params.size();
+  li.pParams = params.data();
+  record(f, work, name, [&] { vkCmdCuLaunchKernelNVX(f.cmd, &li); });
+}
+
+template <class Command>
+void LazyQueue::record(Frame& f, double work, std::string_view name, Command&& command) {
   // Profiled: both timestamps at the bottom of the pipe, i.e. after all earlier commands / this dispatch
   // complete, so overlapping dispatches are not counted twice.
   const bool timed = f.profiled && f.names.size() * 2 + 2 <= f.query_capacity;
   const auto q = static_cast<uint32_t>(f.names.size() * 2);
   if (timed) vkCmdWriteTimestamp(f.cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, f.queries.get(), q);
-  vkCmdDispatch(f.cmd, groups[0], groups[1], groups[2]);
+  command();
   if (timed) {
     vkCmdWriteTimestamp(f.cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, f.queries.get(), q + 1);
     f.names.emplace_back(name.empty() ? std::string_view("unnamed") : name);

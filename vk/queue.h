@@ -103,6 +103,11 @@ class LazyQueue {
   // `name` labels the dispatch in the per-kernel GPU times when profiling.
   void dispatch(const ComputePipeline& p, std::span<const Binding> bindings, const void* push,
                 std::array<uint32_t, 3> groups, double work, std::string_view name = {});
+  // Records one PTX kernel launch (VK_NVX_binary_import, vk/nvx.h): params are its arguments (pointers to them, as
+  // cuLaunchKernel takes); bindings name the buffers behind its pointer arguments, for the same barriers as dispatch.
+  void launch_cu(VkCuFunctionNVX fn, std::span<const Binding> bindings, std::span<const void* const> params,
+                 std::array<uint32_t, 3> grid, uint32_t threads, uint32_t shared_bytes, double work,
+                 std::string_view name = {});
   void upload(const std::shared_ptr<GpuBuffer>& dst, const void* src, size_t nbytes);   // queued copy
   void download(const std::shared_ptr<GpuBuffer>& src, void* dst, size_t nbytes);      // sync point
   // A read-back that waits for its own submission only: download_async queues the copy of src's first nbytes into
@@ -158,6 +163,8 @@ class LazyQueue {
   };
   Frame& recording();  // begins one if needed
   void track(Frame& f, std::span<const Binding> uses);  // retains + barrier when dependent
+  // Records one dispatch-like command (between profiling timestamps) and counts it toward the flush policy.
+  template <class Command> void record(Frame& f, double work, std::string_view name, Command&& command);
   VkDescriptorSet allocate_set(Frame& f, VkDescriptorSetLayout layout);
   void retire();                  // recycles completed frames and staging slices
   void recycle(Frame& f);         // resets a completed frame's command and descriptor pools for a new recording

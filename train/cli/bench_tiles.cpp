@@ -76,12 +76,12 @@ nlohmann::json bench_gemm_tiles(vk::VulkanBackend& be, const std::vector<GemmCas
     // rows read 57-115 TFLOP/s, the same tile ~300 when timed next (docs/PERFORMANCE.md, sessions 9 and 34).
     warm(c, a, b, quick ? 0 : 1000);
     row["auto"] = time_tile(c, a, b, "");  // the per-shape choice first: what compare.py quotes
-    row["auto"]["tile"] = be.cm_tile(c.M, c.N, c.K, 1).name;
+    row["auto"]["tile"] = be.matmul_tile_name(c.M, c.N, c.K, c.ta, c.tb, false);
     {  // f32 out (the weight gradients in training), the per-shape choice
       const double flops = 2.0 * double(c.M) * double(c.K) * double(c.N);
       const double ms = burst_ms(be, [&] { ops::matmul_f32(a, b, c.ta, c.tb); }, flops, quick ? 1 : 7);
       row["auto_f32out"] = {
-          {"ms", ms}, {"tflops", flops / (ms * 1e9)}, {"tile", be.cm_tile(c.M, c.N, c.K, 1, true).name}};
+          {"ms", ms}, {"tflops", flops / (ms * 1e9)}, {"tile", be.matmul_tile_name(c.M, c.N, c.K, c.ta, c.tb, true)}};
     }
     for (const vk::CmTile& t : vk::cm_tiles()) row["tiles"][t.name] = time_tile(c, a, b, t.name);
     for (const vk::CmTile& t : vk::cm_trials()) row["trials"][t.name] = time_tile(c, a, b, t.name);  // f16, whole K
@@ -178,7 +178,7 @@ nlohmann::json bench_gemm_alternate(vk::VulkanBackend& be, const std::vector<Gem
       be.set_cm_tile(picks[i].tile);
       row["alternate"][picks[i].name] = {{"tflops", median(tf[i])},
                                          {"rounds", tf[i]},
-                                         {"tile", be.cm_tile(c.M, c.N, c.K, 1, picks[i].f32).name}};
+                                         {"tile", be.matmul_tile_name(c.M, c.N, c.K, c.ta, c.tb, picks[i].f32)}};
     }
     rows.push_back(row);
   }

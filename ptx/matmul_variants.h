@@ -1,0 +1,22 @@
+// The PTX matmul variants (ptx/matmul.cu): one list read by the kernel source, to instantiate them, and by vk/,
+// to launch them. X(name, BM, BN, BK, WM, WN, STAGES, G, TA, TB, F32OUT): a BM x BN block tile of (BM/WM) x (BN/WN)
+// warps, each owning a WM x WN tile; K in BK steps through STAGES shared-memory buffers; G > 0: block tiles run in
+// groups of G block rows, column by column within a group (operands reread from L2), else row by row; TA: A stored
+// (K, M), TB: B stored (N, K); F32OUT: f32 C, else f16. Threads = warps * 32, shared bytes = STAGES*(BM+BN)*BK*2.
+// By shape (vk/nvx.cpp) the first variant that fits a product runs it: the order is the preference.
+#pragma once
+#define ALPHA_PTX_MATMUL_VARIANTS(X)                          \
+  X(ptx_128x256k32s3_nn, 128, 256, 32, 64, 64, 3, 0, 0, 0, 0)   \
+  X(ptx_128x256k32s4_nn, 128, 256, 32, 64, 64, 4, 0, 0, 0, 0)   \
+  X(ptx_128x256k64s3_nn, 128, 256, 64, 64, 64, 3, 0, 0, 0, 0)   \
+  X(ptx_256x128k32s3_nn, 256, 128, 32, 64, 64, 3, 0, 0, 0, 0)   \
+  X(ptx_256x128k64s3_nn, 256, 128, 64, 64, 64, 3, 0, 0, 0, 0)   \
+  X(ptx_128x128k32s4_nn, 128, 128, 32, 64, 64, 4, 0, 0, 0, 0)   \
+  X(ptx_128x128k64s3_nn, 128, 128, 64, 64, 64, 3, 0, 0, 0, 0)   \
+  X(ptx_128x128k32s3_nn, 128, 128, 32, 64, 64, 3, 0, 0, 0, 0)   \
+  X(ptx_128x128k32s3w8_nn, 128, 128, 32, 64, 32, 3, 0, 0, 0, 0) \
+  X(ptx_128x256k32s3g8_nn, 128, 256, 32, 64, 64, 3, 8, 0, 0, 0) \
+  X(ptx_128x128k32s4g8_nn, 128, 128, 32, 64, 64, 4, 8, 0, 0, 0) \
+  X(ptx_128x256k32s3_nt, 128, 256, 32, 64, 64, 3, 0, 0, 1, 0)   \
+  X(ptx_128x256k32s3_tn, 128, 256, 32, 64, 64, 3, 0, 1, 0, 0)   \
+  X(ptx_128x256k32s3_tn_f32out, 128, 256, 32, 64, 64, 3, 0, 1, 0, 1)

@@ -1,0 +1,83 @@
+// The PTX matmul path (ptx/matmul.cu through VK_NVX_binary_import, vk/nvx.cpp): the embedded module and its
+// variant list on every machine; where the device has the extension (the GPU machine), every variant against the
+// CPU at shapes of several block tiles, K from one step to several pipeline wraps, and the choice by shape. The path
+// is opt-in (ALPHA_VK_PTX=1): scripts/gpu/ptx_check.sh runs these with it on the GPU machine.
+#include <fmt/format.h>
+
+#include <cmath>
+#include <string>
+
+#include "core/dtype.h"
+#include "ptx/kernels.h"
+#include "vk_test_util.h"
+
+using namespace alpha;
+using namespace alpha::vktest;
+
+TEST_CASE("ptx module: each listed variant is an entry of the embedded PTX, with a whole launch shape") {
+  const std::string_view text = ptx::matmul_module();
+  CHECK(text.find(".target sm_80") != std::string_view::npos);
+  CHECK(text.find('\0') == std::string_view::npos);  // one C string: the driver stops at the first NUL
+  CHECK(text.data()[text.size()] == '\0');
+  CHECK(text.find("mma.sync.aligned.m16n8k16") != std::string_view::npos);
+  REQUIRE_FALSE(ptx::matmul_variants().empty());
+  for (const ptx::MatmulVariant& v : ptx::matmul_variants()) {
+    CHECK_MESSAGE(text.find(fmt::format(".entry {}(", v.name)) != std::string_view::npos, v.name);
+    CHECK(v.threads % 32 == 0);
+    CHECK(v.threads <= 1024);
+    CHECK(v.shared_bytes == v.stages * (v.bm + v.bn) * v.bk * 2);
+    CHECK(v.shared_bytes <= 227 * 1024);  // the most a Hopper block may have
+    CHECK(ptx::find_matmul_variant(v.name) == &v);
+  }
+  CHECK(ptx::find_matmul_variant("ptx_nope") == nullptr);
+}
+
+TEST_CASE("ptx tile choice: unknown names fail; with the path off no product takes it") {
+  GpuScope g;
+  CHECK_THROWS_AS(gpu().set_cm_tile("ptx_nope"), ValueError);
+  const bool nvx = gpu().runtime().device().features().nvx_ptx;
+  const char* first = ptx::matmul_variants()[0].name;
+  if (!nvx) {
+    CHECK(gpu().ptx_tile(4096, 4096, 4096, false, false, false) == nullptr);
+    CHECK_THROWS_AS(gpu().set_cm_tile(first), ValueError);  // names the missing extension
+    MESSAGE("PTX path off (no VK_NVX_binary_import, or ALPHA_VK_PTX unset): scripts/gpu/ptx_check.sh runs it");
+    return;
+  }
+  const ptx::MatmulVariant* v = gpu().ptx_tile(4096, 4096, 4096, false, false, false);
+  REQUIRE(v != nullptr);
+  CHECK(!v->ta);
+  CHECK(!v->tb);
+  CHECK(gpu().ptx_tile(4096 + 8, 4096, 4096, false, false, false) == nullptr);  // not whole block tiles
+  CHECK(gpu().ptx_tile(256, 256, 4096, false, false, false) == nullptr);        // a grid too small
+  gpu().set_cm_tile("128x128w4k64s1p0");  // a forced coopmat tile keeps every product there
+  CHECK(gpu().ptx_tile(4096, 4096, 4096, false, false, false) == nullptr);
+  gpu().set_cm_tile(first);  // a forced variant: the products it fits, whatever their grid
+  CHECK(gpu().ptx_tile(256, 256, 4096, false, false, false) == ptx::find_matmul_variant(first));
+  gpu().set_cm_tile("");
+}
+
+TEST_CASE("ptx matmul variants match the CPU (f16 operands; f16 out within a rounding, f32 out)") {
+  GpuScope g;
+  if (!gpu().runtime().device().features().nvx_ptx) {
+    MESSAGE("PTX path off (no VK_NVX_binary_import, or ALPHA_VK_PTX unset): scripts/gpu/ptx_check.sh runs it");
+    return;
+  }
+  for (const ptx::MatmulVariant& v : ptx::matmul_variants()) {
+    gpu().set_cm_tile(v.name);
+    // K: one step (fewer than the pipeline's stages), and the stages wrapped more than once; 2 x 3 block tiles.
+    for (const int64_t K : {int64_t(v.bk), int64_t(v.bk) * (2 * v.stages + 1)}) {
+      const int64_t M = 2 * v.bm, N = 3 * v.bn;
+      const Tensor a = ops::cast(randn(v.ta ? Shape{K, M} : Shape{M, K}, 700 + K), DType::f16);
+      const Tensor b = ops::cast(randn(v.tb ? Shape{N, K} : Shape{K, N}, 800 + K), DType::f16);
+      const std::string what = fmt::format("{} {}x{}x{}", v.name, M, K, N);
+      if (v.f32_out) {
+        const Tensor got = on_gpu([&] { return ops::matmul_f32(a, b, v.ta, v.tb); });
+        expect_close(got, on_cpu([&] { return ops::matmul_f32(a, b, v.ta, v.tb); }), 1e-4, 1e-4 * std::sqrt(double(K)), what);
+      } else {
+        const Tensor got = on_gpu([&] { return ops::matmul(a, b, v.ta, v.tb); });
+        expect_close(got, on_cpu([&] { return ops::matmul(a, b, v.ta, v.tb); }), 2e-3, 2e-3 * std::sqrt(double(K)), what);
+      }
+    }
+  }
+  gpu().set_cm_tile("");
+}

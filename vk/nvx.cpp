@@ -1,0 +1,102 @@
+// The PTX matmul path: PtxModule (vk/nvx.h) and VulkanBackend's choice and launch of ptx/matmul.cu's variants.
+// Products of f16 operands whose M, N, K are multiples of a variant's block tile (one matrix, no batch) run there
+// where the device has VK_NVX_binary_import and ALPHA_VK_PTX=1 (Device::Features::nvx_ptx); the rest, and every
+// product when a coopmat tile is forced, run the GLSL coopmat tiles (vk/matmul.cpp).
+#include "vk/nvx.h"
+
+#include <cstdio>
+
+#include <fmt/format.h>
+
+#include "ptx/kernels.h"
+#include "vk/backend.h"
+
+namespace alpha::vk {
+
+PtxModule::PtxModule(const Device& dev) : dev_(dev.get()) {
+  const std::string_view text = ptx::matmul_module();
+  VkCuModuleCreateInfoNVX mi{};
+  mi.sType = VK_STRUCTURE_TYPE_CU_MODULE_CREATE_INFO_NVX;
+  mi.dataSize = text.size() + 1;  // with its NUL: the driver reads PTX as a C string
+  mi.pData = text.data();
+  VkCuModuleNVX m = VK_NULL_HANDLE;
+  const VkResult r = vkCreateCuModuleNVX(dev_, &mi, nullptr, &m);
+  if (r != VK_SUCCESS) throw VkError(fmt::format("[vk] the driver refused the PTX module (VkResult {})", int(r)), r);
+  module_ = CuModule(dev_, m);
+}
+
+VkCuFunctionNVX PtxModule::function(const std::string& name) {
+  if (auto it = functions_.find(name); it != functions_.end()) return it->second.get();
+  VkCuFunctionCreateInfoNVX fi{};
+  fi.sType = VK_STRUCTURE_TYPE_CU_FUNCTION_CREATE_INFO_NVX;
+  fi.module = module_.get();
+  fi.pName = name.c_str();
+  VkCuFunctionNVX f = VK_NULL_HANDLE;
+  const VkResult r = vkCreateCuFunctionNVX(dev_, &fi, nullptr, &f);
+  if (r != VK_SUCCESS) throw VkError(fmt::format("[vk] PTX function '{}' not created (VkResult {})", name, int(r)), r);
+  return functions_.emplace(name, CuFunction(dev_, f)).first->second.get();
+}
+
+bool VulkanBackend::set_ptx_tile(const std::string& name) {
+  if (name.rfind("ptx_", 0) != 0) return false;
+  if (!ptx::find_matmul_variant(name)) {
+    std::string known;
+    for (const auto& v : ptx::matmul_variants()) known += std::string(known.empty() ? "" : ", ") + v.name;
+    throw ValueError(fmt::format("[vk] PTX tile '{}' is not one of {}", name, known));
+  }
+  if (!rt_->device().features().nvx_ptx)
+    throw ValueError(fmt::format("[vk] PTX tile '{}': the PTX path is off (ALPHA_VK_PTX=1 on a device with "
+                                 "VK_NVX_binary_import turns it on)", name));
+  ptx_tile_ = name;
+  return true;
+}
+
+const ptx::MatmulVariant* VulkanBackend::ptx_tile(int64_t M, int64_t N, int64_t K, bool ta, bool tb,
+                                                  bool f32_out) const {
+  if (!rt_->device().features().nvx_ptx || ptx_failed_ || !cm_tile_.empty()) return nullptr;
+  const auto fits = [&](const ptx::MatmulVariant& v) {
+    return v.ta == ta && v.tb == tb && v.f32_out == f32_out && M % v.bm == 0 && N % v.bn == 0 && K % v.bk == 0;
+  };
+  if (!ptx_tile_.empty()) {
+    const ptx::MatmulVariant* v = ptx::find_matmul_variant(ptx_tile_);
+    if (!fits(*v))
+      throw ValueError(fmt::format("[vk] PTX tile '{}' does not fit the {}x{}x{} product ({}{})", ptx_tile_, M, K, N,
+                                   ta ? "T" : "N", tb ? "T" : "N"));
+    return v;
+  }
+  // By shape: the first fitting variant of the list (ptx/matmul_variants.h orders them by preference), for grids
+  // of at least kPtxMinTiles block tiles (smaller ones keep the coopmat tiles and their split-K).
+  for (const ptx::MatmulVariant& v : ptx::matmul_variants())
+    if (fits(v) && (M / v.bm) * (N / v.bn) >= kPtxMinTiles) return &v;
+  return nullptr;
+}
+
+std::string VulkanBackend::matmul_tile_name(int64_t M, int64_t N, int64_t K, bool ta, bool tb, bool f32_out) const {
+  const ptx::MatmulVariant* v = ptx_tile(M, N, K, ta, tb, f32_out);
+  return v ? v->name : cm_tile(M, N, K, 1, f32_out).name;
+}
+
+bool VulkanBackend::run_ptx_matmul(const ptx::MatmulVariant& v, const std::shared_ptr<GpuBuffer>& a,
+                                   const std::shared_ptr<GpuBuffer>& b, const std::shared_ptr<GpuBuffer>& out,
+                                   int64_t M, int64_t N, int64_t K, const std::string& label) {
+  VkCuFunctionNVX fn = VK_NULL_HANDLE;
+  try {
+    if (!ptx_) ptx_ = std::make_unique<PtxModule>(rt_->device());
+    fn = ptx_->function(v.name);
+  } catch (const VkError& e) {  // a driver without this PTX's support: the coopmat tiles run every product
+    if (e.result() == VK_ERROR_DEVICE_LOST) throw;
+    std::fprintf(stderr, "%s; the coopmat tiles run the products\n", e.what());
+    ptx_failed_ = true;
+    return false;
+  }
+  const uint64_t pa = a->address(), pb = b->address(), pc = out->address();
+  const uint32_t m = uint32_t(M), n = uint32_t(N), k = uint32_t(K);
+  const void* params[] = {&pa, &pb, &pc, &m, &n, &k};
+  const Binding bs[] = {{a, false}, {b, false}, {out, true}};
+  rt_->queue().launch_cu(fn, bs, params, {uint32_t(N / v.bn), uint32_t(M / v.bm), 1}, uint32_t(v.threads),
+                         uint32_t(v.shared_bytes), 2.0 * double(M) * double(N) * double(K),
+                         label.empty() ? std::string_view(v.name) : std::string_view(label));
+  return true;
+}
+
+}  // namespace alpha::vk
