@@ -122,7 +122,8 @@ DEV void gemm(const h16* A, const h16* B, void* Cv, u32 M, u32 N, u32 K) {
 
 #include "ptx/matmul_variants.h"
 #define ALPHA_PTX_ENTRY(name, BM, BN, BK, WM, WN, S, G, TA, TB, F32)                    \
-  GLOBAL void name(const h16* A, const h16* B, void* C, u32 M, u32 N, u32 K) {           \
+  GLOBAL __attribute__((launch_bounds((BM / WM) * (BN / WN) * 32))) void name(               \
+      const h16* A, const h16* B, void* C, u32 M, u32 N, u32 K) {                            \
     gemm<BM, BN, BK, WM, WN, S, G, TA != 0, TB != 0, F32 != 0>(A, B, C, M, N, K);        \
   }
 ALPHA_PTX_MATMUL_VARIANTS(ALPHA_PTX_ENTRY)

@@ -14,16 +14,25 @@
 using namespace alpha;
 using namespace alpha::vktest;
 
-TEST_CASE("ptx module: each listed variant is an entry of the embedded PTX, with a whole launch shape") {
-  const std::string_view text = ptx::matmul_module();
-  CHECK(text.find(".target sm_80") != std::string_view::npos);
-  CHECK(text.find('\0') == std::string_view::npos);  // one C string: the driver stops at the first NUL
-  CHECK(text.data()[text.size()] == '\0');
-  CHECK(text.find("mma.sync.aligned.m16n8k16") != std::string_view::npos);
+TEST_CASE("ptx modules: each listed variant is an entry of its module's PTX, with a whole launch shape") {
+  const std::string_view sm80 = ptx::matmul_module(80), sm90 = ptx::matmul_module(90);
+  CHECK(sm80.find(".target sm_80\n") != std::string_view::npos);
+  CHECK(sm80.find("mma.sync.aligned.m16n8k16") != std::string_view::npos);
+  // The Hopper module: clang's sm_80 output marked sm_90a / PTX 8.0 by the build (wgmma needs both).
+  CHECK(sm90.find(".target sm_90a\n") != std::string_view::npos);
+  CHECK(sm90.find(".version 8.0\n") != std::string_view::npos);
+  CHECK(sm90.find("wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16") != std::string_view::npos);
+  for (const std::string_view text : {sm80, sm90}) {
+    CHECK(text.find('\0') == std::string_view::npos);  // one C string: the driver stops at the first NUL
+    CHECK(text.data()[text.size()] == '\0');
+  }
   REQUIRE_FALSE(ptx::matmul_variants().empty());
+  CHECK(ptx::matmul_variants()[0].sm == 90);  // Hopper's first: the choice by shape prefers them
   for (const ptx::MatmulVariant& v : ptx::matmul_variants()) {
-    CHECK_MESSAGE(text.find(fmt::format(".entry {}(", v.name)) != std::string_view::npos, v.name);
-    CHECK(v.threads % 32 == 0);
+    const std::string entry = fmt::format(".entry {}(", v.name);
+    CHECK_MESSAGE(ptx::matmul_module(v.sm).find(entry) != std::string_view::npos, v.name);
+    CHECK(ptx::matmul_module(v.sm == 90 ? 80 : 90).find(entry) == std::string_view::npos);
+    CHECK(v.threads % (v.sm == 90 ? 128 : 32) == 0);  // whole warpgroups / warps
     CHECK(v.threads <= 1024);
     CHECK(v.shared_bytes == v.stages * (v.bm + v.bn) * v.bk * 2);
     CHECK(v.shared_bytes <= 227 * 1024);  // the most a Hopper block may have
@@ -62,7 +71,14 @@ TEST_CASE("ptx matmul variants match the CPU (f16 operands; f16 out within a rou
     MESSAGE("PTX path off (no VK_NVX_binary_import, or ALPHA_VK_PTX unset): scripts/gpu/ptx_check.sh runs it");
     return;
   }
+  const std::string& dev = gpu().runtime().device().features().name;
+  const bool hopper = dev.find("H100") != std::string::npos || dev.find("H200") != std::string::npos ||
+                      dev.find("H800") != std::string::npos || dev.find("H20") != std::string::npos;
   for (const ptx::MatmulVariant& v : ptx::matmul_variants()) {
+    if (v.sm == 90 && !hopper) {  // sm_90a PTX: only Hopper drivers compile it
+      MESSAGE(fmt::format("{}: not a Hopper GPU ({}), {} not run", v.name, dev, v.name));
+      continue;
+    }
     gpu().set_cm_tile(v.name);
     // K: one step (fewer than the pipeline's stages), and the stages wrapped more than once; 2 x 3 block tiles.
     for (const int64_t K : {int64_t(v.bk), int64_t(v.bk) * (2 * v.stages + 1)}) {

@@ -269,9 +269,9 @@ class VulkanBackend : public Backend {
   bool run_ptx_matmul(const ptx::MatmulVariant& v, const std::shared_ptr<GpuBuffer>& a,
                       const std::shared_ptr<GpuBuffer>& b, const std::shared_ptr<GpuBuffer>& out, int64_t M, int64_t N,
                       int64_t K, const std::string& label);
-  std::unique_ptr<PtxModule> ptx_;
+  std::unique_ptr<PtxModule> ptx_[2];  // sm 80, sm 90 (Hopper)
   std::string ptx_tile_;
-  bool ptx_failed_ = false;  // the driver refused the module: coopmat tiles from then on
+  bool ptx_failed_[2] = {false, false};  // the driver refused that module: other tiles from then on
   std::shared_ptr<GpuBuffer> counters_;
   uint64_t counter_next_ = 0, counter_ring_ = kCounters;
   std::array<int64_t, 9> thresholds_{};

@@ -13,15 +13,16 @@
 
 namespace alpha::vk {
 
-PtxModule::PtxModule(const Device& dev) : dev_(dev.get()) {
-  const std::string_view text = ptx::matmul_module();
+PtxModule::PtxModule(const Device& dev, int sm) : dev_(dev.get()) {
+  const std::string_view text = ptx::matmul_module(sm);
   VkCuModuleCreateInfoNVX mi{};
   mi.sType = VK_STRUCTURE_TYPE_CU_MODULE_CREATE_INFO_NVX;
   mi.dataSize = text.size() + 1;  // with its NUL: the driver reads PTX as a C string
   mi.pData = text.data();
   VkCuModuleNVX m = VK_NULL_HANDLE;
   const VkResult r = vkCreateCuModuleNVX(dev_, &mi, nullptr, &m);
-  if (r != VK_SUCCESS) throw VkError(fmt::format("[vk] the driver refused the PTX module (VkResult {})", int(r)), r);
+  if (r != VK_SUCCESS)
+    throw VkError(fmt::format("[vk] the driver refused the sm_{} PTX module (VkResult {})", sm, int(r)), r);
   module_ = CuModule(dev_, m);
 }
 
@@ -38,7 +39,7 @@ VkCuFunctionNVX PtxModule::function(const std::string& name) {
 }
 
 bool VulkanBackend::set_ptx_tile(const std::string& name) {
-  if (name.rfind("ptx_", 0) != 0) return false;
+  if (name.rfind("ptx", 0) != 0) return false;  // ptx_... (sm 80), ptx90_... (Hopper)
   if (!ptx::find_matmul_variant(name)) {
     std::string known;
     for (const auto& v : ptx::matmul_variants()) known += std::string(known.empty() ? "" : ", ") + v.name;
@@ -53,7 +54,7 @@ bool VulkanBackend::set_ptx_tile(const std::string& name) {
 
 const ptx::MatmulVariant* VulkanBackend::ptx_tile(int64_t M, int64_t N, int64_t K, bool ta, bool tb,
                                                   bool f32_out) const {
-  if (!rt_->device().features().nvx_ptx || ptx_failed_ || !cm_tile_.empty()) return nullptr;
+  if (!rt_->device().features().nvx_ptx || !cm_tile_.empty()) return nullptr;
   const auto fits = [&](const ptx::MatmulVariant& v) {
     return v.ta == ta && v.tb == tb && v.f32_out == f32_out && M % v.bm == 0 && N % v.bn == 0 && K % v.bk == 0;
   };
@@ -67,7 +68,7 @@ const ptx::MatmulVariant* VulkanBackend::ptx_tile(int64_t M, int64_t N, int64_t 
   // By shape: the first fitting variant of the list (ptx/matmul_variants.h orders them by preference), for grids
   // of at least kPtxMinTiles block tiles (smaller ones keep the coopmat tiles and their split-K).
   for (const ptx::MatmulVariant& v : ptx::matmul_variants())
-    if (fits(v) && (M / v.bm) * (N / v.bn) >= kPtxMinTiles) return &v;
+    if (!ptx_failed_[v.sm == 90] && fits(v) && (M / v.bm) * (N / v.bn) >= kPtxMinTiles) return &v;
   return nullptr;
 }
 
@@ -80,13 +81,14 @@ bool VulkanBackend::run_ptx_matmul(const ptx::MatmulVariant& v, const std::share
                                    const std::shared_ptr<GpuBuffer>& b, const std::shared_ptr<GpuBuffer>& out,
                                    int64_t M, int64_t N, int64_t K, const std::string& label) {
   VkCuFunctionNVX fn = VK_NULL_HANDLE;
+  auto& module = ptx_[v.sm == 90];
   try {
-    if (!ptx_) ptx_ = std::make_unique<PtxModule>(rt_->device());
-    fn = ptx_->function(v.name);
-  } catch (const VkError& e) {  // a driver without this PTX's support: the coopmat tiles run every product
-    if (e.result() == VK_ERROR_DEVICE_LOST) throw;
-    std::fprintf(stderr, "%s; the coopmat tiles run the products\n", e.what());
-    ptx_failed_ = true;
+    if (!module) module = std::make_unique<PtxModule>(rt_->device(), v.sm);
+    fn = module->function(v.name);
+  } catch (const VkError& e) {  // a driver without this PTX's support: its products go to the other tiles
+    if (e.result() == VK_ERROR_DEVICE_LOST || !ptx_tile_.empty()) throw;  // a forced variant must run
+    std::fprintf(stderr, "%s; its products run other tiles\n", e.what());
+    ptx_failed_[v.sm == 90] = true;
     return false;
   }
   const uint64_t pa = a->address(), pb = b->address(), pc = out->address();

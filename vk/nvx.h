@@ -2,6 +2,7 @@
 // driver compiles the PTX for its GPU), and its functions by name; LazyQueue::launch_cu records their launches.
 #pragma once
 #include <map>
+#include <memory>
 #include <string>
 
 #include "vk/device.h"
@@ -11,7 +12,8 @@ namespace alpha::vk {
 
 class PtxModule {
  public:
-  explicit PtxModule(const Device& dev);  // throws VkError when the driver refuses the module
+  // The module ptx::matmul_module(sm); throws VkError when the driver refuses it (sm 90 on a GPU before Hopper).
+  PtxModule(const Device& dev, int sm);
   PtxModule(const PtxModule&) = delete;
   PtxModule& operator=(const PtxModule&) = delete;
   VkCuFunctionNVX function(const std::string& name);  // created on first use; throws VkError

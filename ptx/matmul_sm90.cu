@@ -1,0 +1,153 @@
+// Hopper GEMM tiles on warpgroup MMAs (wgmma, sm_90a) for VK_NVX_binary_import (vk/nvx.h), in CUDA C++ compiled by
+// clang to PTX like ptx/matmul.cu; ptx/CMakeLists.txt then marks the text sm_90a (PTX 8.0), which clang 14 cannot
+// target, and the driver compiles it only for Hopper GPUs. A 128 x 256 block tile: two warpgroups of 128 threads,
+// each a 64 x 256 product per m64n256k16 step on operands in shared memory (no register fragments); K in steps of 64
+// through S stages of cp.async copies. C (M, N) = A (M, K) . op(B) with f32 accumulation; M, N, K whole tiles.
+//
+// Shared layouts (what the wgmma descriptors describe), 128-byte swizzle: 16-byte chunk c of a 128-byte row r sits
+// at c ^ (r % 8), 8 rows form a 1024-byte atom. A (128 x 64, K-major): row m at m * 128. B with TB (256 x 64,
+// K-major): row n at n * 128. B without TB (64 x 256, N-major): four 64-column slabs of 8 KiB, row k of slab j at
+// j * 8192 + k * 128.
+#define DEV __attribute__((device)) static inline __attribute__((always_inline))
+#define GLOBAL extern "C" __attribute__((global))
+typedef unsigned short h16;
+typedef unsigned int u32;
+typedef unsigned long long u64;
+typedef unsigned long size_t;
+struct __attribute__((aligned(8))) float2v { float x, y; };
+extern __attribute__((shared)) __attribute__((aligned(1024))) h16 smem[];
+
+DEV u32 saddr(const void* p) { u32 r; asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(r) : "l"(p)); return r; }
+DEV void cp16(u32 dst, const void* src) { asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(dst), "l"(src) : "memory"); }
+DEV void commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+template <int N> DEV void wait_group() { asm volatile("cp.async.wait_group %0;" :: "n"(N) : "memory"); }
+DEV void barrier() { asm volatile("bar.sync 0;" ::: "memory"); }
+// cp.async writes through the generic proxy, wgmma reads through the async proxy: a proxy fence orders them.
+DEV void fence_async() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+DEV void wg_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
+DEV void wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
+template <int N> DEV void wg_wait(float (&d)[128]) {  // the accumulators are the wgmma's outputs: tie them here
+#pragma unroll
+  for (int i = 0; i < 128; ++i) asm volatile("" : "+f"(d[i]) :: "memory");
+  asm volatile("wgmma.wait_group.sync.aligned %0;" :: "n"(N) : "memory");
+#pragma unroll
+  for (int i = 0; i < 128; ++i) asm volatile("" : "+f"(d[i]) :: "memory");
+}
+DEV u32 pack(float lo, float hi) { u32 r; asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo)); return r; }
+// A shared-memory matrix descriptor: start address, leading and stride byte offsets (16-byte units), 128B swizzle.
+DEV u64 desc(u32 addr, u32 lbo, u32 sbo) {
+  return u64((addr & 0x3FFFF) >> 4) | u64(lbo >> 4) << 16 | u64(sbo >> 4) << 32 | u64(1) << 62;
+}
+#define ALPHA_D8(i) "%" #i "0, %" #i "1, %" #i "2, %" #i "3, %" #i "4, %" #i "5, %" #i "6, %" #i "7"
+template <int TB> DEV void mma(float (&d)[128], u64 da, u64 db) {
+  asm volatile(
+      "{ .reg .pred p; setp.ne.b32 p, %131, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, " ALPHA_D8(1) ", %18, %19, " ALPHA_D8(2) ", %28, %29, " ALPHA_D8(3)
+      ", %38, %39, " ALPHA_D8(4) ", %48, %49, " ALPHA_D8(5) ", %58, %59, " ALPHA_D8(6) ", %68, %69, " ALPHA_D8(7)
+      ", %78, %79, " ALPHA_D8(8) ", %88, %89, " ALPHA_D8(9) ", %98, %99, "
+      "%100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, "
+      "%118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, %128, %129, p, 1, 1, 0, %130; }"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]),
+        "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]),
+        "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),
+        "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]),
+        "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]),
+        "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),
+        "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]),
+        "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]),
+        "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]),
+        "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]),
+        "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]),
+        "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), "+f"(d[96]),
+        "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]), "+f"(d[104]),
+        "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]),
+        "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]),
+        "+f"(d[119]), "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]),
+        "+f"(d[126]), "+f"(d[127])
+      : "l"(da), "l"(db), "n"(TB ? 0 : 1), "r"(1u)
+      : "memory");
+}
+#undef ALPHA_D8
+
+template <int S, int G, bool TB, bool F32>
+DEV void gemm(const h16* A, const h16* B, void* Cv, u32 M, u32 N, u32 K) {
+  constexpr int BM = 128, BN = 256, BK = 64, NT = 256, P = S - 2;  // P: tiles copied ahead of the one in use
+  constexpr u32 ASZ = BM * BK * 2, STAGE = (BM + BN) * BK * 2;
+  static_assert(S >= 3, "one stage in use, one read by the wgmma still in flight, one or more being copied");
+  const u32 t = __nvvm_read_ptx_sreg_tid_x(), wg = t >> 7, lane = t & 31, warp = (t >> 5) & 3;
+  u32 bx = __nvvm_read_ptx_sreg_ctaid_x(), by = __nvvm_read_ptx_sreg_ctaid_y();
+  if (G > 0) {  // groups of G block rows, walked column by column (as ptx/matmul.cu)
+    const u32 gx = __nvvm_read_ptx_sreg_nctaid_x(), gy = __nvvm_read_ptx_sreg_nctaid_y();
+    const u32 id = by * gx + bx, first = id / (G * gx) * G, rows = gy - first < G ? gy - first : G;
+    by = first + id % (G * gx) % rows;
+    bx = id % (G * gx) / rows;
+  }
+  const u32 m0 = by * BM, n0 = bx * BN, base = saddr(smem);
+  auto load = [&](u32 s, u32 k0) {
+    const u32 sa = base + s * STAGE, sb = sa + ASZ;
+#pragma unroll
+    for (int it = 0; it < BM * 8 / NT; ++it) {  // A: 128 rows of 8 chunks
+      const u32 i = t + it * NT, r = i >> 3, c = i & 7;
+      cp16(sa + r * 128 + ((c ^ (r & 7)) << 4), A + (size_t)(m0 + r) * K + k0 + c * 8);
+    }
+#pragma unroll
+    for (int it = 0; it < BN * 8 / NT; ++it) {
+      const u32 i = t + it * NT;
+      if (TB) {  // 256 rows n of 8 chunks
+        const u32 r = i >> 3, c = i & 7;
+        cp16(sb + r * 128 + ((c ^ (r & 7)) << 4), B + (size_t)(n0 + r) * K + k0 + c * 8);
+      } else {   // 64 rows k of 32 chunks, chunk c in slab c / 8
+        const u32 r = i >> 5, c = i & 31;
+        cp16(sb + (c >> 3) * 8192 + r * 128 + (((c & 7) ^ (r & 7)) << 4), B + (size_t)(k0 + r) * N + n0 + c * 8);
+      }
+    }
+  };
+  float acc[128];
+#pragma unroll
+  for (int i = 0; i < 128; ++i) acc[i] = 0.f;
+  const int KT = K / BK;
+#pragma unroll
+  for (int s = 0; s < P; ++s) { if (s < KT) load(s, s * BK); commit(); }
+  for (int kt = 0; kt < KT; ++kt) {
+    wait_group<P - 1>();  // this thread's copies of tile kt
+    fence_async();
+    barrier();  // every thread's copies of tile kt visible to the wgmmas; both warpgroups past wgmma group kt - 2
+    const u32 sa = base + (kt % S) * STAGE, sb = sa + ASZ;
+    wg_fence();
+#pragma unroll
+    for (int s = 0; s < BK / 16; ++s) {  // k16 steps: +32 bytes along A's (and TB B's) rows, +2 atoms down B's slabs
+      const u64 da = desc(sa + wg * 8192 + s * 32, 16, 1024);
+      const u64 db = TB ? desc(sb + s * 32, 16, 1024) : desc(sb + s * 2048, 8192, 1024);
+      mma<TB>(acc, da, db);
+    }
+    wg_commit();
+    wg_wait<1>(acc);  // group kt - 1 done: its stage (and kt - 2's) may be refilled after the next barrier
+    if (kt + P < KT) load((kt + P) % S, (kt + P) * BK);  // stage of tile kt - 2 (P = S - 2)
+    commit();
+  }
+  wg_wait<0>(acc);
+  wait_group<0>();
+  // Accumulators of m64nNk16: row 16 * warp + lane / 4 (+ 8), columns 8 * j + 2 * (lane % 4) (+ 1).
+#pragma unroll
+  for (int j = 0; j < BN / 8; ++j) {
+    const u32 r = m0 + wg * 64 + warp * 16 + (lane >> 2), c = n0 + j * 8 + (lane & 3) * 2;
+    if (F32) {
+      float* C = (float*)Cv;
+      *(float2v*)(C + (size_t)r * N + c) = float2v{acc[4 * j], acc[4 * j + 1]};
+      *(float2v*)(C + (size_t)(r + 8) * N + c) = float2v{acc[4 * j + 2], acc[4 * j + 3]};
+    } else {
+      h16* C = (h16*)Cv;
+      *(u32*)(C + (size_t)r * N + c) = pack(acc[4 * j], acc[4 * j + 1]);
+      *(u32*)(C + (size_t)(r + 8) * N + c) = pack(acc[4 * j + 2], acc[4 * j + 3]);
+    }
+  }
+}
+
+#include "ptx/matmul_variants.h"
+#define ALPHA_PTX_ENTRY(name, BM, BN, BK, WM, WN, S, G, TA, TB, F32)             \
+  GLOBAL __attribute__((launch_bounds(BM / 64 * 128))) void name(                  \
+      const h16* A, const h16* B, void* C, u32 M, u32 N, u32 K) {                  \
+    gemm<S, G, TB != 0, F32 != 0>(A, B, C, M, N, K);                              \
+  }
+ALPHA_PTX_MATMUL_SM90_VARIANTS(ALPHA_PTX_ENTRY)
