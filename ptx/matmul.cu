@@ -2,34 +2,23 @@
 // clang's own device builtins and inline PTX) and launched through VK_NVX_binary_import (vk/nvx.h); the driver
 // compiles the PTX for its GPU. What the GLSL coopmat tiles (spirv/matmul_cm.comp) cannot use: asynchronous
 // global -> shared copies (cp.async, no register staging), ldmatrix, and shared memory beyond 48 KiB for deep
-// pipelines. C (M, N) = op(A) (M, K) . op(B) (K, N) with f32 accumulation; M, N, K multiples of the block tile.
-#define DEV __attribute__((device)) static inline __attribute__((always_inline))
-#define GLOBAL extern "C" __attribute__((global))
-typedef unsigned short h16;
-typedef unsigned int u32;
-typedef unsigned long size_t;
-struct __attribute__((aligned(8))) float2v { float x, y; };
-extern __attribute__((shared)) __attribute__((aligned(1024))) h16 smem[];
+// pipelines. C (M, N) = op(A) (M, K) . op(B) (K, N) with f32 accumulation (f16 C: + bias, + resid as
+// ptx/common.cuh's store2); M, N, K multiples of the block tile.
+#include "ptx/common.cuh"
 
 DEV u32 tid() { return __nvvm_read_ptx_sreg_tid_x(); }
-DEV u32 saddr(const void* p) { u32 r; asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(r) : "l"(p)); return r; }
-DEV void cp16(u32 dst, const void* src) { asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(dst), "l"(src) : "memory"); }
-DEV void commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
-template <int N> DEV void wait_group() { asm volatile("cp.async.wait_group %0;" :: "n"(N) : "memory"); }
-DEV void barrier() { asm volatile("bar.sync 0;" ::: "memory"); }
 DEV void ldm4(u32 (&r)[4], u32 a) { asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];" : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(a)); }
 DEV void ldm4t(u32 (&r)[4], u32 a) { asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];" : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(a)); }
 DEV void mma(float (&d)[4], const u32 (&a)[4], u32 b0, u32 b1) {
   asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
                : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]) : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
-DEV u32 pack(float lo, float hi) { u32 r; asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo)); return r; }
 // A tile of R rows x L 16-byte chunks: chunk c of row r sits at c ^ swz(r), so that 8 rows read by one ldmatrix
 // phase (same logical chunk) land in 8 different 16-byte bank groups.
 template <int L> DEV int swz(int r, int c) { return L >= 8 ? (c ^ (r & 7)) : L == 4 ? (c ^ ((r >> 1) & 3)) : (c ^ ((r >> 2) & 1)); }
 
 template <int BM, int BN, int BK, int WM, int WN, int S, int G, bool TA, bool TB, bool F32>
-DEV void gemm(const h16* A, const h16* B, void* Cv, u32 M, u32 N, u32 K) {
+DEV void gemm(const h16* A, const h16* B, void* C, const h16* bias, const h16* resid, u32 M, u32 N, u32 K) {
   constexpr int WX = BN / WN, NT = (BM / WM) * WX * 32;
   constexpr int MI = WM / 16, NI = WN / 8;
   // Shared tiles per stage: A as (BM rows, BK) or, TA, (BK rows, BM); B as (BK rows, BN) or, TB, (BN rows, BK).
@@ -37,12 +26,7 @@ DEV void gemm(const h16* A, const h16* B, void* Cv, u32 M, u32 N, u32 K) {
   constexpr int AL = AC / 8, BL = BC / 8, ASZ = AR * AC, BSZ = BR * BC;
   const u32 t = tid(), lane = t & 31, warp = t >> 5, wm = warp / WX, wn = warp % WX;
   u32 bx = __nvvm_read_ptx_sreg_ctaid_x(), by = __nvvm_read_ptx_sreg_ctaid_y();
-  if (G > 0) {  // groups of G block rows, walked column by column: the group's A rows and B columns stay in L2
-    const u32 gx = __nvvm_read_ptx_sreg_nctaid_x(), gy = __nvvm_read_ptx_sreg_nctaid_y();
-    const u32 id = by * gx + bx, first = id / (G * gx) * G, rows = gy - first < G ? gy - first : G;
-    by = first + id % (G * gx) % rows;
-    bx = id % (G * gx) / rows;
-  }
+  group_walk<G>(bx, by);
   const u32 m0 = by * BM, n0 = bx * BN;
   static_assert(AR * AL % NT == 0 && BR * BL % NT == 0, "whole chunks per thread");
   const u32 base = saddr(smem);
@@ -108,22 +92,15 @@ DEV void gemm(const h16* A, const h16* B, void* Cv, u32 M, u32 N, u32 K) {
 #pragma unroll
     for (int q = 0; q < NI; ++q) {
       const u32 r = m0 + wm * WM + i * 16 + (lane >> 2), c = n0 + wn * WN + q * 8 + (lane & 3) * 2;
-      if (F32) {
-        float* C = (float*)Cv;
-        *(float2v*)(C + (size_t)r * N + c) = float2v{acc[i][q][0], acc[i][q][1]};
-        *(float2v*)(C + (size_t)(r + 8) * N + c) = float2v{acc[i][q][2], acc[i][q][3]};
-      } else {
-        h16* C = (h16*)Cv;
-        *(u32*)(C + (size_t)r * N + c) = pack(acc[i][q][0], acc[i][q][1]);
-        *(u32*)(C + (size_t)(r + 8) * N + c) = pack(acc[i][q][2], acc[i][q][3]);
-      }
+      store2<F32>(C, bias, resid, N, r, c, acc[i][q][0], acc[i][q][1]);
+      store2<F32>(C, bias, resid, N, r + 8, c, acc[i][q][2], acc[i][q][3]);
     }
 }
 
 #include "ptx/matmul_variants.h"
 #define ALPHA_PTX_ENTRY(name, BM, BN, BK, WM, WN, S, G, TA, TB, F32)                    \
   GLOBAL __attribute__((launch_bounds((BM / WM) * (BN / WN) * 32))) void name(               \
-      const h16* A, const h16* B, void* C, u32 M, u32 N, u32 K) {                            \
-    gemm<BM, BN, BK, WM, WN, S, G, TA != 0, TB != 0, F32 != 0>(A, B, C, M, N, K);        \
+      const h16* A, const h16* B, void* C, const h16* bias, const h16* resid, u32 M, u32 N, u32 K) {  \
+    gemm<BM, BN, BK, WM, WN, S, G, TA != 0, TB != 0, F32 != 0>(A, B, C, bias, resid, M, N, K);        \
   }
 ALPHA_PTX_MATMUL_VARIANTS(ALPHA_PTX_ENTRY)

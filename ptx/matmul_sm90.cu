@@ -2,26 +2,15 @@
 // clang to PTX like ptx/matmul.cu; ptx/CMakeLists.txt then marks the text sm_90a (PTX 8.0), which clang 14 cannot
 // target, and the driver compiles it only for Hopper GPUs. A 128 x 256 block tile: two warpgroups of 128 threads,
 // each a 64 x 256 product per m64n256k16 step on operands in shared memory (no register fragments); K in steps of 64
-// through S stages of cp.async copies. C (M, N) = A (M, K) . op(B) with f32 accumulation; M, N, K whole tiles.
+// through S stages of cp.async copies. C (M, N) = A (M, K) . op(B) with f32 accumulation (f16 C: + bias, + resid
+// as ptx/common.cuh's store2); M, N, K whole tiles.
 //
 // Shared layouts (what the wgmma descriptors describe), 128-byte swizzle: 16-byte chunk c of a 128-byte row r sits
 // at c ^ (r % 8), 8 rows form a 1024-byte atom. A (128 x 64, K-major): row m at m * 128. B with TB (256 x 64,
 // K-major): row n at n * 128. B without TB (64 x 256, N-major): four 64-column slabs of 8 KiB, row k of slab j at
 // j * 8192 + k * 128.
-#define DEV __attribute__((device)) static inline __attribute__((always_inline))
-#define GLOBAL extern "C" __attribute__((global))
-typedef unsigned short h16;
-typedef unsigned int u32;
-typedef unsigned long long u64;
-typedef unsigned long size_t;
-struct __attribute__((aligned(8))) float2v { float x, y; };
-extern __attribute__((shared)) __attribute__((aligned(1024))) h16 smem[];
+#include "ptx/common.cuh"
 
-DEV u32 saddr(const void* p) { u32 r; asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(r) : "l"(p)); return r; }
-DEV void cp16(u32 dst, const void* src) { asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(dst), "l"(src) : "memory"); }
-DEV void commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
-template <int N> DEV void wait_group() { asm volatile("cp.async.wait_group %0;" :: "n"(N) : "memory"); }
-DEV void barrier() { asm volatile("bar.sync 0;" ::: "memory"); }
 // cp.async writes through the generic proxy, wgmma reads through the async proxy: a proxy fence orders them.
 DEV void fence_async() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
 DEV void wg_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
@@ -33,7 +22,6 @@ template <int N> DEV void wg_wait(float (&d)[128]) {  // the accumulators are th
 #pragma unroll
   for (int i = 0; i < 128; ++i) asm volatile("" : "+f"(d[i]) :: "memory");
 }
-DEV u32 pack(float lo, float hi) { u32 r; asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo)); return r; }
 // A shared-memory matrix descriptor: start address, leading and stride byte offsets (16-byte units), 128B swizzle.
 DEV u64 desc(u32 addr, u32 lbo, u32 sbo) {
   return u64((addr & 0x3FFFF) >> 4) | u64(lbo >> 4) << 16 | u64(sbo >> 4) << 32 | u64(1) << 62;
@@ -71,18 +59,13 @@ template <int TB> DEV void mma(float (&d)[128], u64 da, u64 db) {
 #undef ALPHA_D8
 
 template <int S, int G, bool TB, bool F32>
-DEV void gemm(const h16* A, const h16* B, void* Cv, u32 M, u32 N, u32 K) {
+DEV void gemm(const h16* A, const h16* B, void* C, const h16* bias, const h16* resid, u32 M, u32 N, u32 K) {
   constexpr int BM = 128, BN = 256, BK = 64, NT = 256, P = S - 2;  // P: tiles copied ahead of the one in use
   constexpr u32 ASZ = BM * BK * 2, STAGE = (BM + BN) * BK * 2;
   static_assert(S >= 3, "one stage in use, one read by the wgmma still in flight, one or more being copied");
   const u32 t = __nvvm_read_ptx_sreg_tid_x(), wg = t >> 7, lane = t & 31, warp = (t >> 5) & 3;
   u32 bx = __nvvm_read_ptx_sreg_ctaid_x(), by = __nvvm_read_ptx_sreg_ctaid_y();
-  if (G > 0) {  // groups of G block rows, walked column by column (as ptx/matmul.cu)
-    const u32 gx = __nvvm_read_ptx_sreg_nctaid_x(), gy = __nvvm_read_ptx_sreg_nctaid_y();
-    const u32 id = by * gx + bx, first = id / (G * gx) * G, rows = gy - first < G ? gy - first : G;
-    by = first + id % (G * gx) % rows;
-    bx = id % (G * gx) / rows;
-  }
+  group_walk<G>(bx, by);
   const u32 m0 = by * BM, n0 = bx * BN, base = saddr(smem);
   auto load = [&](u32 s, u32 k0) {
     const u32 sa = base + s * STAGE, sb = sa + ASZ;
@@ -132,22 +115,15 @@ DEV void gemm(const h16* A, const h16* B, void* Cv, u32 M, u32 N, u32 K) {
 #pragma unroll
   for (int j = 0; j < BN / 8; ++j) {
     const u32 r = m0 + wg * 64 + warp * 16 + (lane >> 2), c = n0 + j * 8 + (lane & 3) * 2;
-    if (F32) {
-      float* C = (float*)Cv;
-      *(float2v*)(C + (size_t)r * N + c) = float2v{acc[4 * j], acc[4 * j + 1]};
-      *(float2v*)(C + (size_t)(r + 8) * N + c) = float2v{acc[4 * j + 2], acc[4 * j + 3]};
-    } else {
-      h16* C = (h16*)Cv;
-      *(u32*)(C + (size_t)r * N + c) = pack(acc[4 * j], acc[4 * j + 1]);
-      *(u32*)(C + (size_t)(r + 8) * N + c) = pack(acc[4 * j + 2], acc[4 * j + 3]);
-    }
+    store2<F32>(C, bias, resid, N, r, c, acc[4 * j], acc[4 * j + 1]);
+    store2<F32>(C, bias, resid, N, r + 8, c, acc[4 * j + 2], acc[4 * j + 3]);
   }
 }
 
 #include "ptx/matmul_variants.h"
 #define ALPHA_PTX_ENTRY(name, BM, BN, BK, WM, WN, S, G, TA, TB, F32)             \
   GLOBAL __attribute__((launch_bounds(BM / 64 * 128))) void name(                  \
-      const h16* A, const h16* B, void* C, u32 M, u32 N, u32 K) {                  \
-    gemm<S, G, TB != 0, F32 != 0>(A, B, C, M, N, K);                              \
+      const h16* A, const h16* B, void* C, const h16* bias, const h16* resid, u32 M, u32 N, u32 K) {  \
+    gemm<S, G, TB != 0, F32 != 0>(A, B, C, bias, resid, M, N, K);                                     \
   }
 ALPHA_PTX_MATMUL_SM90_VARIANTS(ALPHA_PTX_ENTRY)

@@ -14,6 +14,16 @@
 using namespace alpha;
 using namespace alpha::vktest;
 
+namespace {
+// Hopper GPUs, the only ones whose drivers compile the sm_90a module (its variants run there, and must).
+bool hopper_gpu() {
+  const std::string& dev = gpu().runtime().device().features().name;
+  for (const char* h : {"H100", "H200", "H800", "H20"})
+    if (dev.find(h) != std::string::npos) return true;
+  return false;
+}
+}  // namespace
+
 TEST_CASE("ptx modules: each listed variant is an entry of its module's PTX, with a whole launch shape") {
   const std::string_view sm80 = ptx::matmul_module(80), sm90 = ptx::matmul_module(90);
   CHECK(sm80.find(".target sm_80\n") != std::string_view::npos);
@@ -71,12 +81,9 @@ TEST_CASE("ptx matmul variants match the CPU (f16 operands; f16 out within a rou
     MESSAGE("PTX path off (no VK_NVX_binary_import, or ALPHA_VK_PTX unset): scripts/gpu/ptx_check.sh runs it");
     return;
   }
-  const std::string& dev = gpu().runtime().device().features().name;
-  const bool hopper = dev.find("H100") != std::string::npos || dev.find("H200") != std::string::npos ||
-                      dev.find("H800") != std::string::npos || dev.find("H20") != std::string::npos;
   for (const ptx::MatmulVariant& v : ptx::matmul_variants()) {
-    if (v.sm == 90 && !hopper) {  // sm_90a PTX: only Hopper drivers compile it
-      MESSAGE(fmt::format("{}: not a Hopper GPU ({}), {} not run", v.name, dev, v.name));
+    if (v.sm == 90 && !hopper_gpu()) {  // sm_90a PTX: only Hopper drivers compile it
+      MESSAGE(fmt::format("{}: not a Hopper GPU, not run", v.name));
       continue;
     }
     gpu().set_cm_tile(v.name);
@@ -86,6 +93,7 @@ TEST_CASE("ptx matmul variants match the CPU (f16 operands; f16 out within a rou
       const Tensor a = ops::cast(randn(v.ta ? Shape{K, M} : Shape{M, K}, 700 + K), DType::f16);
       const Tensor b = ops::cast(randn(v.tb ? Shape{N, K} : Shape{K, N}, 800 + K), DType::f16);
       const std::string what = fmt::format("{} {}x{}x{}", v.name, M, K, N);
+      const int64_t launches = gpu().ptx_launches();
       if (v.f32_out) {
         const Tensor got = on_gpu([&] { return ops::matmul_f32(a, b, v.ta, v.tb); });
         expect_close(got, on_cpu([&] { return ops::matmul_f32(a, b, v.ta, v.tb); }), 1e-4, 1e-4 * std::sqrt(double(K)), what);
@@ -93,7 +101,35 @@ TEST_CASE("ptx matmul variants match the CPU (f16 operands; f16 out within a rou
         const Tensor got = on_gpu([&] { return ops::matmul(a, b, v.ta, v.tb); });
         expect_close(got, on_cpu([&] { return ops::matmul(a, b, v.ta, v.tb); }), 2e-3, 2e-3 * std::sqrt(double(K)), what);
       }
+      CHECK_MESSAGE(gpu().ptx_launches() == launches + 1, what, ": the product did not run the PTX kernel");
     }
+  }
+  gpu().set_cm_tile("");
+}
+
+TEST_CASE("ptx linear epilogues: x @ w^T + b, and r + (x @ w^T (+ b)), on each f16 NT variant, match the CPU") {
+  GpuScope g;
+  if (!gpu().runtime().device().features().nvx_ptx) {
+    MESSAGE("PTX path off (no VK_NVX_binary_import, or ALPHA_VK_PTX unset): scripts/gpu/ptx_check.sh runs it");
+    return;
+  }
+  for (const ptx::MatmulVariant& v : ptx::matmul_variants()) {
+    if (v.ta || !v.tb || v.f32_out || (v.sm == 90 && !hopper_gpu())) continue;
+    gpu().set_cm_tile(v.name);
+    const int64_t M = 2 * v.bm, N = 3 * v.bn, K = 3 * v.bk;
+    const auto f16 = [](const Tensor& t) { return ops::cast(t, DType::f16); };
+    const Tensor x = f16(randn({M, K}, 901)), w = f16(randn({N, K}, 902)), b = f16(randn({N}, 903));
+    const Tensor r = f16(randn({M, N}, 904));
+    const int64_t launches = gpu().ptx_launches();
+    const double atol = 2e-3 * std::sqrt(double(K));
+    expect_close(on_gpu([&] { return ops::linear(x, w, b); }), on_cpu([&] { return ops::linear(x, w, b); }), 2e-3,
+                 atol, std::string(v.name) + " linear");
+    expect_close(on_gpu([&] { return ops::linear_residual(x, w, b, r); }),
+                 on_cpu([&] { return ops::linear_residual(x, w, b, r); }), 2e-3, atol, std::string(v.name) + " bias resid");
+    expect_close(on_gpu([&] { return ops::linear_residual(x, w, Tensor(), r); }),
+                 on_cpu([&] { return ops::linear_residual(x, w, Tensor(), r); }), 2e-3, atol,
+                 std::string(v.name) + " resid");
+    CHECK_MESSAGE(gpu().ptx_launches() == launches + 3, v.name);
   }
   gpu().set_cm_tile("");
 }

@@ -124,14 +124,16 @@ class VulkanBackend : public Backend {
   void set_concurrent(bool on) override;  // also holds the lazy queue: one submission for the concurrent products
   void set_cm_walk(uint32_t band);  // 0 = kCmWalk; else the walk twins' band height
   uint32_t cm_walk() const { return cm_walk_; }
-  // "" = by shape; else a kCmTiles name, or a PTX variant's ("ptx_...", ptx/matmul_variants.h: products it fits run
-  // it, the rest by shape); throws ValueError otherwise.
+  // "" = by shape; else a kCmTiles name, or a PTX variant's ("ptx_...", "ptx90_...", ptx/matmul_variants.h: products
+  // it fits run it, the rest by shape); throws ValueError otherwise.
   void set_cm_tile(std::string name);
   // The PTX variant (vk/nvx.cpp) a M x N x K product of f16 operands runs, or nullptr (the coopmat tiles run it).
   const ptx::MatmulVariant* ptx_tile(int64_t M, int64_t N, int64_t K, bool ta, bool tb, bool f32_out) const;
-  static constexpr int64_t kPtxMinTiles = 256;
+  // ptx_tile by shape: grids of at least this many block tiles (about one wave of one block per SM on an H100).
+  static constexpr int64_t kPtxMinTiles = 128;
+  int64_t ptx_launches() const { return ptx_launches_; }  // PTX GEMMs recorded so far (tests)
   // The name of what runs a one-matrix product of f16 operands: ptx_tile's variant, else cm_tile's (bench rows).
-  std::string matmul_tile_name(int64_t M, int64_t N, int64_t K, bool ta, bool tb, bool f32_out) const;  // ptx_tile by shape: grids of at least this many block tiles
+  std::string matmul_tile_name(int64_t M, int64_t N, int64_t K, bool ta, bool tb, bool f32_out) const;
   // K slices for split-K (1 = none): enough bm x bn workgroups to fill the GPU, slices >= kMinSplitK deep.
   // f32_out: the product leaves in f32 (coopmat: split_target(); else kTargetGroupsCm, each split adding a pass).
   int64_t matmul_splits(const std::string& kernel, int64_t M, int64_t N, int64_t K, int64_t batches,
@@ -268,10 +270,12 @@ class VulkanBackend : public Backend {
   bool set_ptx_tile(const std::string& name);  // true: name is a PTX variant's (then forced)
   bool run_ptx_matmul(const ptx::MatmulVariant& v, const std::shared_ptr<GpuBuffer>& a,
                       const std::shared_ptr<GpuBuffer>& b, const std::shared_ptr<GpuBuffer>& out, int64_t M, int64_t N,
-                      int64_t K, const std::string& label);
+                      int64_t K, const std::string& label, const std::shared_ptr<GpuBuffer>& bias = nullptr,
+                      const std::shared_ptr<GpuBuffer>& resid = nullptr);  // false: the driver refused the module
   std::unique_ptr<PtxModule> ptx_[2];  // sm 80, sm 90 (Hopper)
   std::string ptx_tile_;
   bool ptx_failed_[2] = {false, false};  // the driver refused that module: other tiles from then on
+  int64_t ptx_launches_ = 0;
   std::shared_ptr<GpuBuffer> counters_;
   uint64_t counter_next_ = 0, counter_ring_ = kCounters;
   std::array<int64_t, 9> thresholds_{};

@@ -383,6 +383,12 @@ Tensor VulkanBackend::linear(const Tensor& x, const Tensor& w, const Tensor& b) 
   if (x.dim() != 2 || w.dim() != 2 || b.dim() != 1 || !f16(x) || !f16(w) || !f16(b)) return {};
   const int64_t M = x.size(0), K = x.size(1), N = w.size(0);
   if (w.size(1) != K || b.size(0) != N) return {};
+  if (const ptx::MatmulVariant* v = ptx_tile(M, N, K, false, true, false)) {  // vk/nvx.cpp
+    Tensor out = rt_->output({M, N}, DType::f16);
+    if (run_ptx_matmul(*v, rt_->input(x), rt_->input(w), Runtime::buffer_of(out), M, N, K,
+                       shape_label(v->name, M, K, N, false, true, 1), rt_->input(b)))
+      return out;
+  }
   const CmTile* ct = epilogue_tile(M, N, K);
   if (!ct) return {};
   Tensor out = rt_->output({M, N}, DType::f16);
@@ -398,6 +404,13 @@ Tensor VulkanBackend::linear_residual(const Tensor& x, const Tensor& w, const Te
   if (b.defined() && (b.dim() != 1 || !f16(b))) return {};
   const int64_t M = x.size(0), K = x.size(1), N = w.size(0);
   if (w.size(1) != K || r.size(0) != M || r.size(1) != N || (b.defined() && b.size(0) != N)) return {};
+  if (const ptx::MatmulVariant* v = ptx_tile(M, N, K, false, true, false)) {  // vk/nvx.cpp
+    Tensor out = rt_->output({M, N}, DType::f16);
+    if (run_ptx_matmul(*v, rt_->input(x), rt_->input(w), Runtime::buffer_of(out), M, N, K,
+                       shape_label(v->name, M, K, N, false, true, 1), b.defined() ? rt_->input(b) : nullptr,
+                       rt_->input(r)))
+      return out;
+  }
   const CmTile* ct = epilogue_tile(M, N, K);
   if (!ct) return {};
   Tensor out = rt_->output({M, N}, DType::f16);

@@ -5,6 +5,7 @@
 #include "vk/nvx.h"
 
 #include <cstdio>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -55,15 +56,13 @@ bool VulkanBackend::set_ptx_tile(const std::string& name) {
 const ptx::MatmulVariant* VulkanBackend::ptx_tile(int64_t M, int64_t N, int64_t K, bool ta, bool tb,
                                                   bool f32_out) const {
   if (!rt_->device().features().nvx_ptx || !cm_tile_.empty()) return nullptr;
+  if (matmul_kernel(DType::f16, M, N, K, 1) != "matmul_cm_f16") return nullptr;  // e.g. ALPHA_VK_MATMUL=simt
   const auto fits = [&](const ptx::MatmulVariant& v) {
     return v.ta == ta && v.tb == tb && v.f32_out == f32_out && M % v.bm == 0 && N % v.bn == 0 && K % v.bk == 0;
   };
-  if (!ptx_tile_.empty()) {
+  if (!ptx_tile_.empty()) {  // forced: the products it fits, whatever their grid; the rest by shape (coopmat)
     const ptx::MatmulVariant* v = ptx::find_matmul_variant(ptx_tile_);
-    if (!fits(*v))
-      throw ValueError(fmt::format("[vk] PTX tile '{}' does not fit the {}x{}x{} product ({}{})", ptx_tile_, M, K, N,
-                                   ta ? "T" : "N", tb ? "T" : "N"));
-    return v;
+    return fits(*v) ? v : nullptr;
   }
   // By shape: the first fitting variant of the list (ptx/matmul_variants.h orders them by preference), for grids
   // of at least kPtxMinTiles block tiles (smaller ones keep the coopmat tiles and their split-K).
@@ -79,7 +78,8 @@ std::string VulkanBackend::matmul_tile_name(int64_t M, int64_t N, int64_t K, boo
 
 bool VulkanBackend::run_ptx_matmul(const ptx::MatmulVariant& v, const std::shared_ptr<GpuBuffer>& a,
                                    const std::shared_ptr<GpuBuffer>& b, const std::shared_ptr<GpuBuffer>& out,
-                                   int64_t M, int64_t N, int64_t K, const std::string& label) {
+                                   int64_t M, int64_t N, int64_t K, const std::string& label,
+                                   const std::shared_ptr<GpuBuffer>& bias, const std::shared_ptr<GpuBuffer>& resid) {
   VkCuFunctionNVX fn = VK_NULL_HANDLE;
   auto& module = ptx_[v.sm == 90];
   try {
@@ -91,13 +91,18 @@ bool VulkanBackend::run_ptx_matmul(const ptx::MatmulVariant& v, const std::share
     ptx_failed_[v.sm == 90] = true;
     return false;
   }
+  // The kernels' arguments (ptx/matmul.cu): A, B, C, bias or 0, resid or 0, M, N, K.
   const uint64_t pa = a->address(), pb = b->address(), pc = out->address();
+  const uint64_t pbias = bias ? bias->address() : 0, presid = resid ? resid->address() : 0;
   const uint32_t m = uint32_t(M), n = uint32_t(N), k = uint32_t(K);
-  const void* params[] = {&pa, &pb, &pc, &m, &n, &k};
-  const Binding bs[] = {{a, false}, {b, false}, {out, true}};
+  const void* params[] = {&pa, &pb, &pc, &pbias, &presid, &m, &n, &k};
+  std::vector<Binding> bs{{a, false}, {b, false}, {out, true}};
+  if (bias) bs.push_back({bias, false});
+  if (resid) bs.push_back({resid, false});
   rt_->queue().launch_cu(fn, bs, params, {uint32_t(N / v.bn), uint32_t(M / v.bm), 1}, uint32_t(v.threads),
                          uint32_t(v.shared_bytes), 2.0 * double(M) * double(N) * double(K),
                          label.empty() ? std::string_view(v.name) : std::string_view(label));
+  ++ptx_launches_;
   return true;
 }
 

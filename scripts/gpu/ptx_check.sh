@@ -48,3 +48,20 @@ python3 gpu/torch_gemm.py 8192 768 50304 > "$OUT/torch_gemm.txt" 2>&1; head -2 "
 timeout 300 gpu/test_vk > "$OUT/ptx_test_vk.txt" 2>&1
 echo "== test_vk with the PTX path on: $(grep -a '^\[doctest\] assertions' "$OUT/ptx_test_vk.txt" | tail -1)"
 grep -a -A4 'ERROR' "$OUT/ptx_test_vk.txt" | head -30
+# Issue 16's GEMM goal with the path on: Alpha's per-shape choice at 4096^3 over PyTorch bf16's, same call.
+python3 - "$OUT/alt_4096-4096-4096-nn.json" "$OUT/torch_gemm.txt" <<'PY'
+import json, sys
+t = open(sys.argv[1]).read()
+try:
+    a = json.loads(t[t.index("{"):])["gemm"][0]["alternate"]["auto"]
+    p = next(json.loads(l) for l in open(sys.argv[2]) if l.startswith("{") and "square" in l)
+    print(json.dumps(dict(bench="gemm square 4096 (ALPHA_VK_PTX=1)", alpha=round(a["tflops"], 1), tile=a["tile"],
+                          torch_bf16=p["bf16"], ratio=round(a["tflops"] / p["bf16"], 3), goal=0.5)))
+except (ValueError, KeyError, StopIteration) as e:
+    print("no GEMM ratio:", e)
+PY
+# The training steps with the path on (STEPS=0 skips): GPT-2 124M and shakespeare_char, alternated with it off.
+if [ "${STEPS:-1}" = 1 ]; then
+  unset ALPHA_VK_PTX
+  VARIANTS="ALPHA_VK_PTX=1" CONFIGS="gpt2 shakes" ROUNDS=${ROUNDS:-2} OVERLAP=0 bash gpu/env_ab.sh 2>&1 | tail -12
+fi
