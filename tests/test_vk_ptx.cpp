@@ -22,6 +22,12 @@ bool hopper_gpu() {
     if (dev.find(h) != std::string::npos) return true;
   return false;
 }
+
+bool ptx_path_off() {
+  if (gpu().runtime().device().features().nvx_ptx) return false;
+  MESSAGE("PTX path off (no VK_NVX_binary_import, or ALPHA_VK_PTX unset): scripts/gpu/ptx_check.sh runs it");
+  return true;
+}
 }  // namespace
 
 TEST_CASE("ptx modules: each listed variant is an entry of its module's PTX, with a whole launch shape") {
@@ -77,10 +83,7 @@ TEST_CASE("ptx tile choice: unknown names fail; with the path off no product tak
 
 TEST_CASE("ptx matmul variants match the CPU (f16 operands; f16 out within a rounding, f32 out)") {
   GpuScope g;
-  if (!gpu().runtime().device().features().nvx_ptx) {
-    MESSAGE("PTX path off (no VK_NVX_binary_import, or ALPHA_VK_PTX unset): scripts/gpu/ptx_check.sh runs it");
-    return;
-  }
+  if (ptx_path_off()) return;
   for (const ptx::MatmulVariant& v : ptx::matmul_variants()) {
     if (v.sm == 90 && !hopper_gpu()) {  // sm_90a PTX: only Hopper drivers compile it
       MESSAGE(fmt::format("{}: not a Hopper GPU, not run", v.name));
@@ -109,10 +112,7 @@ TEST_CASE("ptx matmul variants match the CPU (f16 operands; f16 out within a rou
 
 TEST_CASE("ptx linear epilogues: x @ w^T + b, and r + (x @ w^T (+ b)), on each f16 NT variant, match the CPU") {
   GpuScope g;
-  if (!gpu().runtime().device().features().nvx_ptx) {
-    MESSAGE("PTX path off (no VK_NVX_binary_import, or ALPHA_VK_PTX unset): scripts/gpu/ptx_check.sh runs it");
-    return;
-  }
+  if (ptx_path_off()) return;
   for (const ptx::MatmulVariant& v : ptx::matmul_variants()) {
     if (v.ta || !v.tb || v.f32_out || (v.sm == 90 && !hopper_gpu())) continue;
     gpu().set_cm_tile(v.name);
