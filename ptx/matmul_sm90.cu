@@ -1,13 +1,13 @@
 // Hopper GEMM tiles on warpgroup MMAs (wgmma, sm_90a) for VK_NVX_binary_import (vk/nvx.h), in CUDA C++ compiled by
 // clang to PTX like ptx/matmul.cu; ptx/CMakeLists.txt then marks the text sm_90a (PTX 8.0), which clang 14 cannot
-// target, and the driver compiles it only for Hopper GPUs. A 128 x 256 block tile: two warpgroups of 128 threads,
-// each a 64 x 256 product per m64n256k16 step on operands in shared memory (no register fragments); K in steps of 64
+// target, and the driver compiles it only for Hopper GPUs. A 128 x BN block tile (BN 256 or 128): two warpgroups of
+// 128 threads, each a 64 x BN product per m64nBNk16 step on operands in shared memory (no register fragments); K by 64
 // through S stages of cp.async copies. C (M, N) = A (M, K) . op(B) with f32 accumulation (f16 C: + bias, + resid
 // as ptx/common.cuh's store2); M, N, K whole tiles.
 //
 // Shared layouts (what the wgmma descriptors describe), 128-byte swizzle: 16-byte chunk c of a 128-byte row r sits
-// at c ^ (r % 8), 8 rows form a 1024-byte atom. A (128 x 64, K-major): row m at m * 128. B with TB (256 x 64,
-// K-major): row n at n * 128. B without TB (64 x 256, N-major): four 64-column slabs of 8 KiB, row k of slab j at
+// at c ^ (r % 8), 8 rows form a 1024-byte atom. A (128 x 64, K-major): row m at m * 128. B with TB (BN x 64,
+// K-major): row n at n * 128. B without TB (64 x BN, N-major): BN / 64 column slabs of 8 KiB, row k of slab j at
 // j * 8192 + k * 128.
 #include "ptx/common.cuh"
 
@@ -15,52 +15,76 @@
 DEV void fence_async() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
 DEV void wg_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
 DEV void wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
-template <int N> DEV void wg_wait(float (&d)[128]) {  // the accumulators are the wgmma's outputs: tie them here
+template <int N, int R> DEV void wg_wait(float (&d)[R]) {  // the accumulators are the wgmma's outputs: tie them here
 #pragma unroll
-  for (int i = 0; i < 128; ++i) asm volatile("" : "+f"(d[i]) :: "memory");
+  for (int i = 0; i < R; ++i) asm volatile("" : "+f"(d[i]) :: "memory");
   asm volatile("wgmma.wait_group.sync.aligned %0;" :: "n"(N) : "memory");
 #pragma unroll
-  for (int i = 0; i < 128; ++i) asm volatile("" : "+f"(d[i]) :: "memory");
+  for (int i = 0; i < R; ++i) asm volatile("" : "+f"(d[i]) :: "memory");
 }
 // A shared-memory matrix descriptor: start address, leading and stride byte offsets (16-byte units), 128B swizzle.
 DEV u64 desc(u32 addr, u32 lbo, u32 sbo) {
   return u64((addr & 0x3FFFF) >> 4) | u64(lbo >> 4) << 16 | u64(sbo >> 4) << 32 | u64(1) << 62;
 }
-#define ALPHA_D8(i) "%" #i "0, %" #i "1, %" #i "2, %" #i "3, %" #i "4, %" #i "5, %" #i "6, %" #i "7"
-template <int TB> DEV void mma(float (&d)[128], u64 da, u64 db) {
+// One k16 step of the warpgroup's 64 x N product (N = 256 or 128); scale-d 1: D += A B. The trans-b immediate: 0 for
+// K-major B (TB), 1 for N-major.
+template <int TB> DEV void mma(float (&d)[128], u64 da, u64 db) {  // m64n256k16: 128 accumulators a thread
   asm volatile(
       "{ .reg .pred p; setp.ne.b32 p, %131, 0;\n"
       "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 {"
-      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, " ALPHA_D8(1) ", %18, %19, " ALPHA_D8(2) ", %28, %29, " ALPHA_D8(3)
-      ", %38, %39, " ALPHA_D8(4) ", %48, %49, " ALPHA_D8(5) ", %58, %59, " ALPHA_D8(6) ", %68, %69, " ALPHA_D8(7)
-      ", %78, %79, " ALPHA_D8(8) ", %88, %89, " ALPHA_D8(9) ", %98, %99, "
-      "%100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, "
-      "%118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, %128, %129, p, 1, 1, 0, %130; }"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]),
-        "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]),
-        "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),
-        "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]),
-        "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]),
-        "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),
-        "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]),
-        "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]),
-        "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]),
-        "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]),
-        "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]),
-        "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), "+f"(d[96]),
-        "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]), "+f"(d[104]),
-        "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]),
-        "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]),
-        "+f"(d[119]), "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]),
-        "+f"(d[126]), "+f"(d[127])
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, "
+      " %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, "
+      " %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, "
+      " %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, "
+      " %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, "
+      " %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, "
+      " %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127 "
+      "}, %128, %129, p, 1, 1, 0, %130; }"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+        "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),
+        "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
+        "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]),
+        "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]),
+        "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]),
+        "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]),
+        "+f"(d[103]), "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]),
+        "+f"(d[110]), "+f"(d[111]), "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]),
+        "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]),
+        "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
       : "l"(da), "l"(db), "n"(TB ? 0 : 1), "r"(1u)
       : "memory");
 }
-#undef ALPHA_D8
+template <int TB> DEV void mma(float (&d)[64], u64 da, u64 db) {  // m64n128k16: 64 accumulators a thread
+  asm volatile(
+      "{ .reg .pred p; setp.ne.b32 p, %67, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, "
+      " %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, "
+      " %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, "
+      " %59, %60, %61, %62, %63 "
+      "}, %64, %65, p, 1, 1, 0, %66; }"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+        "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+      : "l"(da), "l"(db), "n"(TB ? 0 : 1), "r"(1u)
+      : "memory");
+}
 
-template <int S, int G, bool TB, bool F32>
+template <int BN, int S, int G, bool TB, bool F32>
 DEV void gemm(const h16* A, const h16* B, void* C, const h16* bias, const h16* resid, u32 M, u32 N, u32 K) {
-  constexpr int BM = 128, BN = 256, BK = 64, NT = 256, P = S - 2;  // P: tiles copied ahead of the one in use
+  constexpr int BM = 128, BK = 64, NT = 256, P = S - 2;  // P: tiles copied ahead of the one in use
+  static_assert(BN == 256 || BN == 128, "one m64nBNk16 per k16 step");
   constexpr u32 ASZ = BM * BK * 2, STAGE = (BM + BN) * BK * 2;
   static_assert(S >= 3, "one stage in use, one read by the wgmma still in flight, one or more being copied");
   const u32 t = __nvvm_read_ptx_sreg_tid_x(), wg = t >> 7, lane = t & 31, warp = (t >> 5) & 3;
@@ -77,18 +101,18 @@ DEV void gemm(const h16* A, const h16* B, void* C, const h16* bias, const h16* r
 #pragma unroll
     for (int it = 0; it < BN * 8 / NT; ++it) {
       const u32 i = t + it * NT;
-      if (TB) {  // 256 rows n of 8 chunks
+      if (TB) {  // BN rows n of 8 chunks
         const u32 r = i >> 3, c = i & 7;
         cp16(sb + r * 128 + ((c ^ (r & 7)) << 4), B + (size_t)(n0 + r) * K + k0 + c * 8);
-      } else {   // 64 rows k of 32 chunks, chunk c in slab c / 8
-        const u32 r = i >> 5, c = i & 31;
+      } else {   // 64 rows k of BN / 8 chunks, chunk c in slab c / 8
+        const u32 r = i / (BN / 8), c = i % (BN / 8);
         cp16(sb + (c >> 3) * 8192 + r * 128 + (((c & 7) ^ (r & 7)) << 4), B + (size_t)(k0 + r) * N + n0 + c * 8);
       }
     }
   };
-  float acc[128];
+  float acc[BN / 2];
 #pragma unroll
-  for (int i = 0; i < 128; ++i) acc[i] = 0.f;
+  for (int i = 0; i < BN / 2; ++i) acc[i] = 0.f;
   const int KT = K / BK;
 #pragma unroll
   for (int s = 0; s < P; ++s) { if (s < KT) load(s, s * BK); commit(); }
@@ -124,6 +148,6 @@ DEV void gemm(const h16* A, const h16* B, void* C, const h16* bias, const h16* r
 #define ALPHA_PTX_ENTRY(name, BM, BN, BK, WM, WN, S, G, TA, TB, F32)             \
   GLOBAL __attribute__((launch_bounds(BM / 64 * 128))) void name(                  \
       const h16* A, const h16* B, void* C, const h16* bias, const h16* resid, u32 M, u32 N, u32 K) {  \
-    gemm<S, G, TB != 0, F32 != 0>(A, B, C, bias, resid, M, N, K);                                     \
+    gemm<BN, S, G, TB != 0, F32 != 0>(A, B, C, bias, resid, M, N, K);                                 \
   }
 ALPHA_PTX_MATMUL_SM90_VARIANTS(ALPHA_PTX_ENTRY)
