@@ -1,12 +1,12 @@
 // Hopper GEMM tiles on warpgroup MMAs (wgmma, sm_90a) for VK_NVX_binary_import (vk/nvx.h), in CUDA C++ compiled by
 // clang to PTX like ptx/matmul.cu; ptx/CMakeLists.txt then marks the text sm_90a (PTX 8.0), which clang 14 cannot
-// target, and the driver compiles it only for Hopper GPUs. A 128 x BN block tile (BN 256 or 128): two warpgroups of
-// 128 threads, each a 64 x BN product per m64nBNk16 step on operands in shared memory (no register fragments); K by 64
+// target, and the driver compiles it only for Hopper GPUs. A BM x BN block tile (BM 128 or 64, BN 256 or 128): one
+// warpgroup of 128 threads per 64 rows, each a 64 x BN product per m64nBNk16 step on operands in shared memory; K by 64
 // through S stages of cp.async copies. C (M, N) = A (M, K) . op(B) with f32 accumulation (f16 C: + bias, + resid
 // as ptx/common.cuh's store2); M, N, K whole tiles.
 //
 // Shared layouts (what the wgmma descriptors describe), 128-byte swizzle: 16-byte chunk c of a 128-byte row r sits
-// at c ^ (r % 8), 8 rows form a 1024-byte atom. A (128 x 64, K-major): row m at m * 128. B with TB (BN x 64,
+// at c ^ (r % 8), 8 rows form a 1024-byte atom. A (BM x 64, K-major): row m at m * 128. B with TB (BN x 64,
 // K-major): row n at n * 128. B without TB (64 x BN, N-major): BN / 64 column slabs of 8 KiB, row k of slab j at
 // j * 8192 + k * 128.
 #include "ptx/common.cuh"
@@ -65,12 +65,15 @@ template <int TB> DEV void mma(float (&d)[64], u64 da, u64 db) {  // m64n128k16:
 #undef ALPHA_F64
 #undef ALPHA_F8
 
-template <int BN, int S, int G, bool TB, bool F32>
+// W wgmma groups stay in flight past their iteration: 1 from 3 stages on (a stage in use, one still read by the
+// previous group, the rest being copied), 0 with 2 (each group waited for; the other stage is being copied).
+template <int BM, int BN, int S, int G, bool TB, bool F32>
 DEV void gemm(const h16* A, const h16* B, void* C, const h16* bias, const h16* resid, u32 M, u32 N, u32 K) {
-  constexpr int BM = 128, BK = 64, NT = 256, P = S - 2;  // P: tiles copied ahead of the one in use
+  constexpr int BK = 64, NT = BM / 64 * 128, W = S >= 3 ? 1 : 0, P = S - 1 - W;  // P: tiles copied ahead
   static_assert(BN == 256 || BN == 128, "one m64nBNk16 per k16 step");
+  static_assert(BM == 128 || BM == 64, "one or two warpgroups");
+  static_assert(S >= 2, "a stage in use and one being copied");
   constexpr u32 ASZ = BM * BK * 2, STAGE = (BM + BN) * BK * 2;
-  static_assert(S >= 3, "one stage in use, one read by the wgmma still in flight, one or more being copied");
   const u32 t = __nvvm_read_ptx_sreg_tid_x(), wg = t >> 7, lane = t & 31, warp = (t >> 5) & 3;
   u32 bx = __nvvm_read_ptx_sreg_ctaid_x(), by = __nvvm_read_ptx_sreg_ctaid_y();
   group_walk<G>(bx, by);
@@ -78,7 +81,7 @@ DEV void gemm(const h16* A, const h16* B, void* C, const h16* bias, const h16* r
   auto load = [&](u32 s, u32 k0) {
     const u32 sa = base + s * STAGE, sb = sa + ASZ;
 #pragma unroll
-    for (int it = 0; it < BM * 8 / NT; ++it) {  // A: 128 rows of 8 chunks
+    for (int it = 0; it < BM * 8 / NT; ++it) {  // A: BM rows of 8 chunks
       const u32 i = t + it * NT, r = i >> 3, c = i & 7;
       cp16(sa + r * 128 + ((c ^ (r & 7)) << 4), A + (size_t)(m0 + r) * K + k0 + c * 8);
     }
@@ -103,7 +106,11 @@ DEV void gemm(const h16* A, const h16* B, void* C, const h16* bias, const h16* r
   for (int kt = 0; kt < KT; ++kt) {
     wait_group<P - 1>();  // this thread's copies of tile kt
     fence_async();
-    barrier();  // every thread's copies of tile kt visible to the wgmmas; both warpgroups past wgmma group kt - 2
+    // Every thread's copies of tile kt visible to the wgmmas; every warpgroup past its wait for group kt - 1 - W,
+    // the last reader of the stage refilled next.
+    barrier();
+    if (kt + P < KT) load((kt + P) % S, (kt + P) * BK);  // the stage of tile kt - 1 - W (P = S - 1 - W)
+    commit();
     const u32 sa = base + (kt % S) * STAGE, sb = sa + ASZ;
     wg_fence();
 #pragma unroll
@@ -113,9 +120,7 @@ DEV void gemm(const h16* A, const h16* B, void* C, const h16* bias, const h16* r
       mma<TB>(acc, da, db);
     }
     wg_commit();
-    wg_wait<1>(acc);  // group kt - 1 done: its stage (and kt - 2's) may be refilled after the next barrier
-    if (kt + P < KT) load((kt + P) % S, (kt + P) * BK);  // stage of tile kt - 2 (P = S - 2)
-    commit();
+    wg_wait<W>(acc);  // group kt - W done: its stage may be refilled after the next barrier
   }
   wg_wait<0>(acc);
   wait_group<0>();
@@ -132,6 +137,6 @@ DEV void gemm(const h16* A, const h16* B, void* C, const h16* bias, const h16* r
 #define ALPHA_PTX_ENTRY(name, BM, BN, BK, WM, WN, S, G, TA, TB, F32)             \
   GLOBAL __attribute__((launch_bounds(BM / 64 * 128))) void name(                  \
       const h16* A, const h16* B, void* C, const h16* bias, const h16* resid, u32 M, u32 N, u32 K) {  \
-    gemm<BN, S, G, TB != 0, F32 != 0>(A, B, C, bias, resid, M, N, K);                                 \
+    gemm<BM, BN, S, G, TB != 0, F32 != 0>(A, B, C, bias, resid, M, N, K);                             \
   }
 ALPHA_PTX_MATMUL_SM90_VARIANTS(ALPHA_PTX_ENTRY)

@@ -22,7 +22,9 @@
   X(ptx_128x256k32s3_tn_f32out, 128, 256, 32, 64, 64, 3, 0, 1, 0, 1)
 
 // Hopper's wgmma tiles (ptx/matmul_sm90.cu, sm_90a): the same columns; WM = 64 rows per warpgroup of 128 threads,
-// WN = BN (256 or 128: one m64nBNk16 per k16 step), STAGES >= 3 (a stage in use, one read by the wgmma in flight).
+// WN = BN (256 or 128: one m64nBNk16 per k16 step); STAGES 2 (each wgmma group waited for) or more (one in flight).
+// The 64 x 128 tiles of 2 stages take 48 KiB, the most a kernel may have without the CUDA opt-in the Vulkan launch
+// cannot make, should the driver hold launches to it.
 #define ALPHA_PTX_MATMUL_SM90_VARIANTS(X)                            \
   X(ptx90_128x256k64s4_nn, 128, 256, 64, 64, 256, 4, 0, 0, 0, 0)    \
   X(ptx90_128x256k64s4g8_nn, 128, 256, 64, 64, 256, 4, 8, 0, 0, 0)  \
@@ -31,4 +33,6 @@
   X(ptx90_128x128k64s6_nn, 128, 128, 64, 64, 128, 6, 0, 0, 0, 0)    \
   X(ptx90_128x128k64s4_nt, 128, 128, 64, 64, 128, 4, 0, 0, 1, 0)    \
   X(ptx90_128x128k64s6_nt, 128, 128, 64, 64, 128, 6, 0, 0, 1, 0)    \
+  X(ptx90_64x128k64s2_nn, 64, 128, 64, 64, 128, 2, 0, 0, 0, 0)      \
+  X(ptx90_64x128k64s2_nt, 64, 128, 64, 64, 128, 2, 0, 0, 1, 0)      \
   X(ptx90_128x256k64s4_nn_f32out, 128, 256, 64, 64, 256, 4, 0, 0, 0, 1)
