@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
-# GPU machine: the opt-in PTX GEMM path (ALPHA_VK_PTX=1: ptx/matmul.cu through VK_NVX_binary_import) checked and
-# timed in one call: its test cases against the CPU oracle, then all of test_vk with the path on (every product that
-# fits takes it), ptxas' register and spill report where PyTorch's Triton brings a ptxas, and at 4096^3 and GPT-2's
-# NN/NT shapes each variant alternated with the coopmat choice, PyTorch's GEMMs in the same call.
-# Usage (carry .gl and gpu): bash gpu/ptx_check.sh   (outputs in $OUT: ptx_*.txt, alt_*.json, torch_gemm.txt)
+# GPU machine: the opt-in PTX GEMM path (ALPHA_VK_PTX=1: ptx/'s kernels through VK_NVX_binary_import) checked and
+# timed in one call (~6-8 min): its test cases against the CPU oracle; ptxas' register and spill report where
+# PyTorch's Triton brings a ptxas; at 4096^3 and GPT-2's NN/NT shapes each variant alternated with the per-shape
+# choice; PyTorch's GEMMs in the same call and the 4096^3 ratio; then all of test_vk with the path on (every product
+# that fits takes it).
+# Usage (carry .gl and gpu): bash gpu/ptx_check.sh   (outputs in $OUT: ptx_*.txt, alt_*.json, torch_gemm.txt);
+# STEPS=1 CHECKS=0 bash gpu/ptx_check.sh: the steps' A/B alone.
 set -u
 cd "$(dirname "$0")/.."
 source gpu/setup.sh
 export OUT=${OUT:-/tmp} ALPHA_VK_PTX=1
+if [ "${CHECKS:-1}" = 1 ]; then
 timeout 120 gpu/test_vk -tc='ptx*' > "$OUT/ptx_tests.txt" 2>&1
 echo "== ptx test cases: $(grep -a '^\[doctest\] assertions' "$OUT/ptx_tests.txt" | tail -1)"
 grep -a -B2 -A8 'ERROR\|refused' "$OUT/ptx_tests.txt" | head -40
@@ -45,9 +48,6 @@ for r in j.get("gemm_tiles", j.get("gemm", [])) if isinstance(j, dict) else []:
 PY
 done
 python3 gpu/torch_gemm.py 8192 768 50304 > "$OUT/torch_gemm.txt" 2>&1; head -2 "$OUT/torch_gemm.txt"
-timeout 300 gpu/test_vk > "$OUT/ptx_test_vk.txt" 2>&1
-echo "== test_vk with the PTX path on: $(grep -a '^\[doctest\] assertions' "$OUT/ptx_test_vk.txt" | tail -1)"
-grep -a -A4 'ERROR' "$OUT/ptx_test_vk.txt" | head -30
 # Issue 16's GEMM goal with the path on: Alpha's per-shape choice at 4096^3 over PyTorch bf16's, same call.
 python3 - "$OUT/alt_4096-4096-4096-nn.json" "$OUT/torch_gemm.txt" <<'PY'
 import json, sys
@@ -60,8 +60,13 @@ try:
 except (ValueError, KeyError, StopIteration) as e:
     print("no GEMM ratio:", e)
 PY
-# The training steps with the path on (STEPS=0 skips): GPT-2 124M and shakespeare_char, alternated with it off.
-if [ "${STEPS:-1}" = 1 ]; then
+timeout 300 gpu/test_vk > "$OUT/ptx_test_vk.txt" 2>&1
+echo "== test_vk with the PTX path on: $(grep -a '^\[doctest\] assertions' "$OUT/ptx_test_vk.txt" | tail -1)"
+grep -a -A4 'ERROR' "$OUT/ptx_test_vk.txt" | head -30
+fi  # CHECKS
+# The training steps with the path on (STEPS=1; ~4 min, past one call's 10 with the rest: a call of its own with
+# CHECKS=0): GPT-2 124M and shakespeare_char, alternated with the path off.
+if [ "${STEPS:-0}" = 1 ]; then
   unset ALPHA_VK_PTX
   VARIANTS="ALPHA_VK_PTX=1" CONFIGS="gpt2 shakes" ROUNDS=${ROUNDS:-2} OVERLAP=0 bash gpu/env_ab.sh 2>&1 | tail -12
 fi
