@@ -26,13 +26,13 @@
 // The 64 x 128 tiles of 2 stages take 48 KiB, the most a kernel may have without the CUDA opt-in the Vulkan launch
 // cannot make, should the driver hold launches to it.
 #define ALPHA_PTX_MATMUL_SM90_VARIANTS(X)                            \
-  X(ptx90_128x256k64s4_nn, 128, 256, 64, 64, 256, 4, 0, 0, 0, 0)    \
   X(ptx90_128x256k64s4g8_nn, 128, 256, 64, 64, 256, 4, 8, 0, 0, 0)  \
+  X(ptx90_128x256k64s4_nn, 128, 256, 64, 64, 256, 4, 0, 0, 0, 0)    \
   X(ptx90_128x256k64s3_nn, 128, 256, 64, 64, 256, 3, 0, 0, 0, 0)    \
   X(ptx90_128x256k64s4_nt, 128, 256, 64, 64, 256, 4, 0, 0, 1, 0)    \
   X(ptx90_128x128k64s6_nn, 128, 128, 64, 64, 128, 6, 0, 0, 0, 0)    \
-  X(ptx90_128x128k64s4_nt, 128, 128, 64, 64, 128, 4, 0, 0, 1, 0)    \
   X(ptx90_128x128k64s6_nt, 128, 128, 64, 64, 128, 6, 0, 0, 1, 0)    \
+  X(ptx90_128x128k64s4_nt, 128, 128, 64, 64, 128, 4, 0, 0, 1, 0)    \
   X(ptx90_64x128k64s2_nn, 64, 128, 64, 64, 128, 2, 0, 0, 0, 0)      \
   X(ptx90_64x128k64s2_nt, 64, 128, 64, 64, 128, 2, 0, 0, 1, 0)      \
   X(ptx90_128x256k64s4_nn_f32out, 128, 256, 64, 64, 256, 4, 0, 0, 0, 1)

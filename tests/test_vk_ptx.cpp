@@ -74,6 +74,14 @@ TEST_CASE("ptx tile choice: unknown names fail; with the path off no product tak
   CHECK(!v->tb);
   CHECK(gpu().ptx_tile(4096 + 8, 4096, 4096, false, false, false) == nullptr);  // not whole block tiles
   CHECK(gpu().ptx_tile(256, 256, 4096, false, false, false) == nullptr);        // a grid too small
+  // The wave estimate: GPT-2's N = 768 dx products make 192 tiles of 128 x 256, 1-2 waves on 97-191 SMs (H100: 132),
+  // and take 128-wide tiles; 4096^3 (512 of them, 2.7-5.3 waves) keeps 256.
+  if (const uint32_t sms = gpu().runtime().device().features().sm_count; sms >= 97 && sms < 192) {
+    const ptx::MatmulVariant* w = gpu().ptx_tile(8192, 768, 3072, false, false, false);
+    REQUIRE(w != nullptr);
+    CHECK(w->bn == 128);
+    CHECK(v->bn == 256);
+  }
   gpu().set_cm_tile("128x128w4k64s1p0");  // a forced coopmat tile keeps every product there
   CHECK(gpu().ptx_tile(4096, 4096, 4096, false, false, false) == nullptr);
   gpu().set_cm_tile(first);  // a forced variant: the products it fits, whatever their grid

@@ -47,6 +47,7 @@ std::span<const CmTile> cm_probes();
 std::span<const CmTile> cm_trials();  // trial tiles (`alpha bench gpu --tiles`), f16 outputs of one K slice only
 // ALPHA_VK_CM_TILE=<name> forces one tile for every product (sweeps, tests); empty = chosen per shape.
 std::string cm_tile_from_env();
+bool cm_only_from_env();  // ALPHA_VK_CM_TILE=coopmat: the coopmat tiles by shape, no PTX variant
 bool profile_shapes_from_env();  // ALPHA_VK_PROFILE_SHAPES=1
 // The coopmat GEMMs' workgroup walk: column bands of this many tiles (spirv/matmul_cm.comp GROUP_M). The trial twins
 // with `walk` take it as a specialization constant: ALPHA_VK_CM_WALK=<tiles> (or set_cm_walk) sets theirs, for sweeps.
@@ -124,8 +125,9 @@ class VulkanBackend : public Backend {
   void set_concurrent(bool on) override;  // also holds the lazy queue: one submission for the concurrent products
   void set_cm_walk(uint32_t band);  // 0 = kCmWalk; else the walk twins' band height
   uint32_t cm_walk() const { return cm_walk_; }
-  // "" = by shape; else a kCmTiles name, or a PTX variant's ("ptx_...", "ptx90_...", ptx/matmul_variants.h: products
-  // it fits run it, the rest by shape); throws ValueError otherwise.
+  // "" = by shape; "coopmat" = by shape among the coopmat tiles only; else a kCmTiles name, or a PTX variant's
+  // ("ptx_...", "ptx90_...", ptx/matmul_variants.h: products it fits run it, the rest by shape); throws ValueError
+  // otherwise.
   void set_cm_tile(std::string name);
   // The PTX variant (vk/nvx.cpp) a M x N x K product of f16 operands runs, or nullptr (the coopmat tiles run it).
   const ptx::MatmulVariant* ptx_tile(int64_t M, int64_t N, int64_t K, bool ta, bool tb, bool f32_out) const;
@@ -268,6 +270,7 @@ class VulkanBackend : public Backend {
   std::unique_ptr<Runtime> rt_;
   // The PTX matmul path (vk/nvx.cpp): the module, loaded on first use (after rt_: destroyed before the device).
   bool set_ptx_tile(const std::string& name);  // true: name is a PTX variant's (then forced)
+  double ptx_rate(const ptx::MatmulVariant& v, int64_t tiles) const;  // ptx_tile's estimate, relative to 1 wave
   bool run_ptx_matmul(const ptx::MatmulVariant& v, const std::shared_ptr<GpuBuffer>& a,
                       const std::shared_ptr<GpuBuffer>& b, const std::shared_ptr<GpuBuffer>& out, int64_t M, int64_t N,
                       int64_t K, const std::string& label, const std::shared_ptr<GpuBuffer>& bias = nullptr,
@@ -281,6 +284,7 @@ class VulkanBackend : public Backend {
   std::array<int64_t, 9> thresholds_{};
   MatmulMode matmul_mode_ = matmul_mode_from_env();
   std::string cm_tile_ = cm_tile_from_env();
+  bool cm_only_ = cm_only_from_env();
   bool profile_shapes_ = profile_shapes_from_env();
   uint32_t cm_walk_ = cm_walk_from_env();
   int64_t split_target_ = split_target_from_env();

@@ -275,8 +275,15 @@ void Device::create_device() {
     throw NoDeviceError(fmt::format("[vk] {} supports Vulkan {}.{} only; 1.2 is needed", props.deviceName,
                                     VK_API_VERSION_MAJOR(props.apiVersion), VK_API_VERSION_MINOR(props.apiVersion)),
                         VK_ERROR_INCOMPATIBLE_DRIVER);
+  uint32_t n = 0;
+  VK_CHECK(vkEnumerateDeviceExtensionProperties(physical_, nullptr, &n, nullptr));
+  std::vector<VkExtensionProperties> exts(n);
+  VK_CHECK(vkEnumerateDeviceExtensionProperties(physical_, nullptr, &n, exts.data()));
   VkPhysicalDeviceVulkan11Properties p11{};
   p11.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_PROPERTIES;
+  VkPhysicalDeviceShaderSMBuiltinsPropertiesNV psm{};  // the SM count (PTX tiles' waves); chained where listed
+  psm.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_SM_BUILTINS_PROPERTIES_NV;
+  if (has_extension(exts, VK_NV_SHADER_SM_BUILTINS_EXTENSION_NAME)) p11.pNext = &psm;
   VkPhysicalDeviceProperties2 p2{};
   p2.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2;
   p2.pNext = &p11;
@@ -286,10 +293,6 @@ void Device::create_device() {
   VkPhysicalDeviceVulkan12Features f12{};
   f12.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES;
   f11.pNext = &f12;
-  uint32_t n = 0;
-  VK_CHECK(vkEnumerateDeviceExtensionProperties(physical_, nullptr, &n, nullptr));
-  std::vector<VkExtensionProperties> exts(n);
-  VK_CHECK(vkEnumerateDeviceExtensionProperties(physical_, nullptr, &n, exts.data()));
   VkPhysicalDeviceFaultFeaturesEXT ffault{};  // chained only when the extension exists
   ffault.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FAULT_FEATURES_EXT;
   if (has_extension(exts, VK_EXT_DEVICE_FAULT_EXTENSION_NAME)) f12.pNext = &ffault;
@@ -321,6 +324,7 @@ void Device::create_device() {
   f.nvx_ptx = has_extension(exts, VK_NVX_BINARY_IMPORT_EXTENSION_NAME) && f12.bufferDeviceAddress && ptx &&
               std::string_view(ptx) == "1" && !validation_;
   f.subgroup_size = p11.subgroupSize;
+  f.sm_count = psm.shaderSMCount;
   f.subgroup_shuffle = (p11.subgroupSupportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
                        (p11.subgroupSupportedOperations & VK_SUBGROUP_FEATURE_SHUFFLE_BIT);
   f.nv_coopmat_f16 = f.nv_cooperative_matrix && f.fp16_arithmetic && f.storage_16bit && f12.vulkanMemoryModel &&

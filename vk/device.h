@@ -43,6 +43,7 @@ struct DeviceFeatures {
   // validation leaves them off (the layer does not know the extension's launches).
   bool nvx_ptx = false;
   uint32_t subgroup_size = 0;
+  uint32_t sm_count = 0;                 // VK_NV_shader_sm_builtins' shaderSMCount; 0 = unknown (other vendors)
   bool subgroup_shuffle = false;         // subgroupShuffleXor in compute shaders (attention_cm.comp)
   uint32_t shared_memory_bytes = 0;      // maxComputeSharedMemorySize
   uint32_t max_workgroup_invocations = 0;

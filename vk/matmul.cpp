@@ -89,8 +89,13 @@ std::span<const CmTile> cm_traces() { return kCmTraces; }
 
 std::string cm_tile_from_env() {
   const char* e = std::getenv("ALPHA_VK_CM_TILE");
-  if (!e || !*e || std::strcmp(e, "auto") == 0) return "";
+  if (!e || !*e || std::strcmp(e, "auto") == 0 || std::strcmp(e, "coopmat") == 0) return "";
   return tile_named(e).name;
+}
+
+bool cm_only_from_env() {
+  const char* e = std::getenv("ALPHA_VK_CM_TILE");
+  return e && std::strcmp(e, "coopmat") == 0;
 }
 
 namespace {
@@ -115,7 +120,8 @@ void VulkanBackend::set_cm_walk(uint32_t band) {
 
 void VulkanBackend::set_cm_tile(std::string name) {
   ptx_tile_.clear();
-  if (set_ptx_tile(name)) name.clear();
+  cm_only_ = name == "coopmat";
+  if (cm_only_ || set_ptx_tile(name)) name.clear();
   cm_tile_ = name.empty() ? "" : tile_named(name).name;
 }
 

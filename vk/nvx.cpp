@@ -5,6 +5,7 @@
 // tile is forced, run the GLSL coopmat tiles (vk/matmul.cpp).
 #include "vk/nvx.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <vector>
 
@@ -56,7 +57,7 @@ bool VulkanBackend::set_ptx_tile(const std::string& name) {
 
 const ptx::MatmulVariant* VulkanBackend::ptx_tile(int64_t M, int64_t N, int64_t K, bool ta, bool tb,
                                                   bool f32_out) const {
-  if (!rt_->device().features().nvx_ptx || !cm_tile_.empty()) return nullptr;
+  if (!rt_->device().features().nvx_ptx || !cm_tile_.empty() || cm_only_) return nullptr;
   if (matmul_kernel(DType::f16, M, N, K, 1) != "matmul_cm_f16") return nullptr;  // e.g. ALPHA_VK_MATMUL=simt
   const auto fits = [&](const ptx::MatmulVariant& v) {
     return v.ta == ta && v.tb == tb && v.f32_out == f32_out && M % v.bm == 0 && N % v.bn == 0 && K % v.bk == 0;
@@ -65,11 +66,37 @@ const ptx::MatmulVariant* VulkanBackend::ptx_tile(int64_t M, int64_t N, int64_t 
     const ptx::MatmulVariant* v = ptx::find_matmul_variant(ptx_tile_);
     return fits(*v) ? v : nullptr;
   }
-  // By shape: the first fitting variant of the list (ptx/matmul_variants.h orders them by preference), for grids
-  // of at least kPtxMinTiles block tiles (smaller ones keep the coopmat tiles and their split-K).
-  for (const ptx::MatmulVariant& v : ptx::matmul_variants())
-    if (!ptx_failed_[v.sm == 90] && fits(v) && (M / v.bm) * (N / v.bn) >= kPtxMinTiles) return &v;
+  // By shape, for grids of at least kPtxMinTiles block tiles (smaller ones keep the coopmat tiles and their split-K):
+  // Hopper's module first (wgmma: 1.5x mma.sync's rate), and in it the fitting variant of the best estimated rate,
+  // ties to the earlier (ptx/matmul_variants.h orders by preference).
+  for (const int sm : {90, 80}) {
+    const ptx::MatmulVariant* best = nullptr;
+    double best_rate = 0;
+    for (const ptx::MatmulVariant& v : ptx::matmul_variants()) {
+      const int64_t tiles = (M / v.bm) * (N / v.bn);
+      if (v.sm != sm || ptx_failed_[sm == 90] || !fits(v) || tiles < kPtxMinTiles) continue;
+      if (const double r = ptx_rate(v, tiles); r > best_rate) best = &v, best_rate = r;
+    }
+    if (best) return best;
+  }
   return nullptr;
+}
+
+double VulkanBackend::ptx_rate(const ptx::MatmulVariant& v, int64_t tiles) const {
+  // A tile's rate relative to 128 x 256 (H100, `--alternate` at 4096^3, session 57: 128 x 128 532 -> 507 TFLOP/s,
+  // 64 x 128 393), times the share of the last wave's block slots kept busy: GPT-2's N = 768 products run 128 x 128
+  // (384 tiles, 2.9 waves on 132 SMs: 482 TFLOP/s) rather than 128 x 256 (192 tiles, 1.45 waves: 410).
+  const int64_t area = int64_t(v.bm) * v.bn;
+  const double tile_rate = area >= 128 * 256 ? 1.0 : area >= 128 * 128 ? 0.95 : 0.75;
+  const int64_t sms = rt_->device().features().sm_count;
+  if (sms == 0) return tile_rate;  // SM count unknown: the list's order
+  // Blocks per SM: Hopper's 228 KiB of shared memory (a block also reserves 1 KiB), and 64 K registers at up to
+  // 256 a thread (ptxas gave the tiles 114-255).
+  constexpr int64_t kSharedPerSm = 228 * 1024, kRegsPerSm = 65536;
+  const int64_t per_sm = std::min(kSharedPerSm / (v.shared_bytes + 1024), kRegsPerSm / (int64_t(v.threads) * 256));
+  const int64_t slots = sms * std::max<int64_t>(1, per_sm);
+  const int64_t waves = (tiles + slots - 1) / slots;
+  return tile_rate * double(tiles) / double(waves * slots);
 }
 
 std::string VulkanBackend::matmul_tile_name(int64_t M, int64_t N, int64_t K, bool ta, bool tb, bool f32_out) const {

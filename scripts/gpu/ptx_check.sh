@@ -5,7 +5,9 @@
 # choice; PyTorch's GEMMs in the same call and the 4096^3 ratio; then all of test_vk with the path on (every product
 # that fits takes it).
 # Usage (carry .gl and gpu): bash gpu/ptx_check.sh   (outputs in $OUT: ptx_*.txt, alt_*.json, torch_gemm.txt);
-# STEPS=1 CHECKS=0 bash gpu/ptx_check.sh: the steps' A/B alone.
+# STEPS=1 CHECKS=0 bash gpu/ptx_check.sh: the steps' A/B alone (VARIANTS, CONFIGS as env_ab.sh's). SHAPES="M,K,N,ta,tb
+# ..." times those shapes instead (no PyTorch GEMMs); SUITE=0 skips the whole test_vk. "coopmat" in the alternation
+# is the per-shape coopmat tile, the path's peer.
 set -u
 cd "$(dirname "$0")/.."
 source gpu/setup.sh
@@ -31,10 +33,10 @@ PY
   done
 fi
 variants=$(grep -ao 'ptx\(90\)\?_[0-9a-z_]*_\(nn\|nt\|tn\)\(_f32out\)\?' gpu/alpha | sort -u)
-for shape in 4096,4096,4096,0,0 8192,768,3072,0,1 8192,3072,768,0,0 8192,768,2304,0,1; do
+for shape in ${SHAPES:-4096,4096,4096,0,0 8192,768,3072,0,1 8192,3072,768,0,0 8192,768,2304,0,1}; do
   IFS=, read -r M K N ta tb <<< "$shape"
   lay=$([ "$ta" = 1 ] && echo t || echo n)$([ "$tb" = 1 ] && echo t || echo n)
-  alt="auto,$(echo "$variants" | grep "_${lay}\$" | paste -sd,)"
+  alt="auto,coopmat,$(echo "$variants" | grep "_${lay}\$" | paste -sd,)"
   gpu/alpha bench gpu --tiles --alternate "$alt" --json --only gemm --gemm "$shape" > "$OUT/alt_$M-$K-$N-$lay.json" 2>&1
   python3 - "$OUT/alt_$M-$K-$N-$lay.json" <<'PY'
 import json, sys
@@ -47,7 +49,7 @@ for r in j.get("gemm_tiles", j.get("gemm", [])) if isinstance(j, dict) else []:
     print(r["name"], " ".join(f'{k}={v["tflops"]:.0f}({v["tile"]})' for k, v in r.get("alternate", {}).items()))
 PY
 done
-python3 gpu/torch_gemm.py 8192 768 50304 > "$OUT/torch_gemm.txt" 2>&1; head -2 "$OUT/torch_gemm.txt"
+[ -n "${SHAPES:-}" ] || python3 gpu/torch_gemm.py 8192 768 50304 > "$OUT/torch_gemm.txt" 2>&1; head -2 "$OUT/torch_gemm.txt"
 # Issue 16's GEMM goal with the path on: Alpha's per-shape choice at 4096^3 over PyTorch bf16's, same call.
 python3 - "$OUT/alt_4096-4096-4096-nn.json" "$OUT/torch_gemm.txt" <<'PY'
 import json, sys
@@ -60,13 +62,15 @@ try:
 except (ValueError, KeyError, StopIteration) as e:
     print("no GEMM ratio:", e)
 PY
-timeout 300 gpu/test_vk > "$OUT/ptx_test_vk.txt" 2>&1
-echo "== test_vk with the PTX path on: $(grep -a '^\[doctest\] assertions' "$OUT/ptx_test_vk.txt" | tail -1)"
-grep -a -A4 'ERROR' "$OUT/ptx_test_vk.txt" | head -30
+if [ "${SUITE:-1}" = 1 ]; then
+  timeout 300 gpu/test_vk > "$OUT/ptx_test_vk.txt" 2>&1
+  echo "== test_vk with the PTX path on: $(grep -a '^\[doctest\] assertions' "$OUT/ptx_test_vk.txt" | tail -1)"
+  grep -a -A4 'ERROR' "$OUT/ptx_test_vk.txt" | head -30
+fi
 fi  # CHECKS
 # The training steps with the path on (STEPS=1; ~4 min, past one call's 10 with the rest: a call of its own with
 # CHECKS=0): GPT-2 124M and shakespeare_char, alternated with the path off.
 if [ "${STEPS:-0}" = 1 ]; then
   unset ALPHA_VK_PTX
-  VARIANTS="ALPHA_VK_PTX=1" CONFIGS="gpt2 shakes" ROUNDS=${ROUNDS:-2} OVERLAP=0 bash gpu/env_ab.sh 2>&1 | tail -12
+  VARIANTS=${VARIANTS:-ALPHA_VK_PTX=1} CONFIGS=${CONFIGS:-gpt2 shakes} ROUNDS=${ROUNDS:-2} OVERLAP=0 bash gpu/env_ab.sh 2>&1 | tail -12
 fi

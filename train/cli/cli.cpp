@@ -168,7 +168,8 @@ bench cpu: CPU matmul GFLOP/s at GPT shapes and a transformer block's step time.
 bench gpu: Vulkan timings (timestamps, warm-up, medians) for the config's model (default shakespeare_char).
   --gemm      extra GEMM shapes;  --tiles  every cooperative-matrix block tile at every shape
   --walks     with --tiles: the per-shape tiles' walk twins at each band height of the workgroup walk (the tiles use 8)
-  --alternate with --tiles: only these tiles (auto = the per-shape choice, NAME:f32 = f32 out), timed in turn over
+  --alternate with --tiles: only these tiles (auto = the per-shape choice, coopmat = the per-shape coopmat tile
+              with the PTX path on, NAME:f32 = f32 out), timed in turn over
               5 rounds, each one's median and rounds (an A/B of tiles within one process)
   --only      a comma list of gemm, kernels, attention, step; overlap (only when named: weight gradients
               beside the backward's memory-bound kernels, no barrier between; half batches interleaved)
