@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "core/error.h"
 #include "vk/check.h"
 
 namespace alpha::vk {
@@ -268,6 +269,15 @@ bool khr_coopmat_f16_shape(VkInstance inst, VkPhysicalDevice pd) {
 }
 }  // namespace
 
+namespace {
+// NVIDIA's Hopper data-centre GPUs by name (the wgmma PTX module needs sm_90a).
+bool hopper_name(std::string_view name) {
+  for (const char* h : {"H100", "H200", "H800", "H20", "GH200"})
+    if (name.find(h) != std::string_view::npos) return true;
+  return false;
+}
+}  // namespace
+
 void Device::create_device() {
   VkPhysicalDeviceProperties props;
   vkGetPhysicalDeviceProperties(physical_, &props);
@@ -320,9 +330,17 @@ void Device::create_device() {
   const char* tt = std::getenv("ALPHA_VK_TILE_TRACE");
   f.tile_trace = tt && std::string_view(tt) == "1" && has_extension(exts, VK_KHR_SHADER_CLOCK_EXTENSION_NAME) &&
                  has_extension(exts, VK_NV_SHADER_SM_BUILTINS_EXTENSION_NAME);
+  // The PTX GEMMs: on by default on Hopper GPUs, whose GPU suite runs them (scripts/gpu/ptx_check.sh); elsewhere
+  // opt-in. ALPHA_VK_PTX=1 turns them on, =0 off.
   const char* ptx = std::getenv("ALPHA_VK_PTX");
-  f.nvx_ptx = has_extension(exts, VK_NVX_BINARY_IMPORT_EXTENSION_NAME) && f12.bufferDeviceAddress && ptx &&
-              std::string_view(ptx) == "1" && !validation_;
+  bool want_ptx = hopper_name(props.deviceName);
+  if (ptx && *ptx) {
+    if (std::string_view(ptx) != "0" && std::string_view(ptx) != "1")
+      throw ValueError(fmt::format("[vk] ALPHA_VK_PTX='{}' is not 0 (off) or 1 (on)", ptx));
+    want_ptx = std::string_view(ptx) == "1";
+  }
+  f.nvx_ptx = has_extension(exts, VK_NVX_BINARY_IMPORT_EXTENSION_NAME) && f12.bufferDeviceAddress && want_ptx &&
+              !validation_;
   f.subgroup_size = p11.subgroupSize;
   f.sm_count = psm.shaderSMCount;
   f.subgroup_shuffle = (p11.subgroupSupportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&

@@ -39,8 +39,8 @@ struct DeviceFeatures {
   bool pipeline_stats = false;           // VK_KHR_pipeline_executable_properties enabled (ALPHA_VK_PIPELINE_STATS=1)
   bool tile_trace = false;  // VK_KHR_shader_clock + VK_NV_shader_sm_builtins enabled (ALPHA_VK_TILE_TRACE=1): GEMM traces
   // VK_NVX_binary_import + bufferDeviceAddress enabled (NVIDIA): the PTX matmul kernels (ptx/, vk/nvx.h) run on
-  // buffers' device addresses. Opt-in (ALPHA_VK_PTX=1) until the GPU suite has checked them on an NVIDIA GPU;
-  // validation leaves them off (the layer does not know the extension's launches).
+  // buffers' device addresses. On by default on Hopper GPUs (the GPU suite checks them there), else opt-in
+  // (ALPHA_VK_PTX=1; =0 off); validation leaves them off (the layer does not know the extension's launches).
   bool nvx_ptx = false;
   uint32_t subgroup_size = 0;
   uint32_t sm_count = 0;                 // VK_NV_shader_sm_builtins' shaderSMCount; 0 = unknown (other vendors)

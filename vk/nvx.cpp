@@ -1,8 +1,8 @@
 // The PTX matmul path: PtxModule (vk/nvx.h) and VulkanBackend's choice and launch of ptx/'s variants (matmul.cu,
 // matmul_sm90.cu). Products of f16 operands whose M, N, K are multiples of a variant's block tile (matmul_out's one
 // matrix, batches flattened into rows; linear's and linear_residual's epilogues) run there where the device has
-// VK_NVX_binary_import and ALPHA_VK_PTX=1 (Device::Features::nvx_ptx); the rest, and every product when a coopmat
-// tile is forced, run the GLSL coopmat tiles (vk/matmul.cpp).
+// VK_NVX_binary_import and the path is on (Device::Features::nvx_ptx: Hopper GPUs, or ALPHA_VK_PTX=1); the rest, and
+// every product when a coopmat tile is forced, run the GLSL coopmat tiles (vk/matmul.cpp).
 #include "vk/nvx.h"
 
 #include <algorithm>

@@ -6,17 +6,19 @@
 # that fits takes it).
 # Usage (carry .gl and gpu): bash gpu/ptx_check.sh   (outputs in $OUT: ptx_*.txt, alt_*.json, torch_gemm.txt);
 # STEPS=1 CHECKS=0 bash gpu/ptx_check.sh: the steps' A/B alone (VARIANTS, CONFIGS as env_ab.sh's). SHAPES="M,K,N,ta,tb
-# ..." times those shapes instead (no PyTorch GEMMs); SUITE=0 skips the whole test_vk. "coopmat" in the alternation
+# ..." times those shapes instead (no PyTorch GEMMs); SUITE=0 skips the whole test_vk; QUICK=1 the test cases and ptxas. "coopmat" in the alternation
 # is the per-shape coopmat tile, the path's peer.
 set -u
 cd "$(dirname "$0")/.."
 source gpu/setup.sh
 export OUT=${OUT:-/tmp} ALPHA_VK_PTX=1
 if [ "${CHECKS:-1}" = 1 ]; then
-timeout 120 gpu/test_vk -tc='ptx*' > "$OUT/ptx_tests.txt" 2>&1
-echo "== ptx test cases: $(grep -a '^\[doctest\] assertions' "$OUT/ptx_tests.txt" | tail -1)"
-grep -a -B2 -A8 'ERROR\|refused' "$OUT/ptx_tests.txt" | head -40
-ptxas=$(find / -xdev -path '*triton*' -name ptxas -type f 2>/dev/null | head -1)
+if [ "${QUICK:-0}" = 0 ]; then
+  timeout 120 gpu/test_vk -tc='ptx*' > "$OUT/ptx_tests.txt" 2>&1
+  echo "== ptx test cases: $(grep -a '^\[doctest\] assertions' "$OUT/ptx_tests.txt" | tail -1)"
+  grep -a -B2 -A8 'ERROR\|refused' "$OUT/ptx_tests.txt" | head -40
+fi
+ptxas=$([ "${QUICK:-0}" = 1 ] || find / -xdev -path '*triton*' -name ptxas -type f 2>/dev/null | head -1)
 if [ -n "$ptxas" ]; then  # the embedded PTX modules, as gpu/alpha carries them
   python3 - <<'PY'
 data = open("gpu/alpha", "rb").read()
