@@ -2,7 +2,8 @@
 (Alpha speed / PyTorch speed: 1.0 = as fast) and issue 16's goal for it. Run by scripts/gpu/compare.sh on the GPU
 machine (gpu/ holds the alpha binary, configs, torch_gpt.py copied from ../shared/bench, the torch peers).
 
-Benchmarks: GEMM 4096^3 and GPT-2 124M's linear-layer products (Alpha's per-shape coopmat tile, f16 -> f16;
+Benchmarks: GEMM 4096^3 and GPT-2 124M's linear-layer products (Alpha's per-shape choice: a PTX variant on Hopper,
+else a coopmat tile; f16 -> f16;
 PyTorch bf16 torch.matmul), causal attention fwd+bwd at B8 H12 T1024 D64 over 12 layers (Alpha's fused kernels;
 PyTorch SDPA bf16), the GPT-2 124M (B8 T1024) and shakespeare_char (B64 T256) training steps (Alpha f16 with the
 GPU AdamW; PyTorch bf16 autocast eager and torch.compile, fused AdamW), tokens/s and MFU.
@@ -58,9 +59,16 @@ shakes = ["--config", f"{G}/configs/shakespeare_char.json", "--set", "model.prec
 # row then quotes the medians and the median of the per-round ratios (the peers' times move by up to 1.5x between
 # calls on this shared machine). The GEMM rows run once.
 ROUNDS = int(os.environ.get("ROUNDS", "1"))
-tiles = json.loads(run([ALPHA, "bench", "gpu", "--tiles", "--json"] + gpt2))
+# The per-shape choice alone ("auto"), timed over 5 rounds (a sweep of every tile took a minute more of each call).
+tiles = json.loads(run([ALPHA, "bench", "gpu", "--tiles", "--alternate", "auto", "--json"] + gpt2))
 tg_out = run(["python3", f"{G}/torch_gemm.py", "8192", "768", "50304"])
 tg = {r["name"]: r for r in jlines(tg_out)}
+show(dict(device=tiles.get("device"), torch=tg_out.splitlines()[0], rounds=ROUNDS))
+for r in tiles["gemm"]:  # first, so that a call cut short keeps them
+    peer, auto = tg.get(r["name"]), r["alternate"]["auto"]
+    if peer is None: continue
+    emit("gemm " + r["name"], auto["tflops"], peer["bf16"], "TFLOP/s", True,
+         goal=0.5 if r["name"] == "square 4096" else None, tile=auto["tile"], M=r["M"], K=r["K"], N=r["N"])
 rounds = []
 for _ in range(ROUNDS):
     # The attention bench and the GPT-2 step in processes of their own, as `alpha train` runs (sessions 42-43: a step
@@ -72,7 +80,6 @@ for _ in range(ROUNDS):
     ta = {r["dtype"]: r for r in jlines(run(["python3", f"{G}/torch_attention.py", "8", "12", "1024", "64", "12"]))}
     tp = jlines(run(["python3", f"{G}/torch_gpt.py", "speed"], timeout=500))
     rounds.append(dict(att_step=att_step, sh_step=sh_step, ta=ta, tp=tp))
-show(dict(device=tiles.get("device"), torch=tg_out.splitlines()[0], rounds=ROUNDS))
 
 
 def median(xs):
@@ -93,11 +100,6 @@ def emit_rounds(bench, pairs, unit, goal, **extra):
     show(row)
 
 
-for r in tiles["gemm"]:
-    peer = tg.get(r["name"])
-    if peer is None: continue
-    emit("gemm " + r["name"], r["auto"]["tflops"], peer["bf16"], "TFLOP/s", True,
-         goal=0.5 if r["name"] == "square 4096" else None, tile=r["auto"]["tile"], M=r["M"], K=r["K"], N=r["N"])
 # Wall clock of whole fwd+bwd calls on both sides (the peer: CUDA events); the sum of Alpha's kernel timestamps beside.
 a0 = rounds[0]["att_step"]["attention"]
 emit_rounds("attention fwd+bwd causal B8 H12 T1024 D64 x12 layers",
