@@ -16,12 +16,7 @@ using namespace alpha::vktest;
 
 namespace {
 // Hopper GPUs, the only ones whose drivers compile the sm_90a module (its variants run there, and must).
-bool hopper_gpu() {
-  const std::string& dev = gpu().runtime().device().features().name;
-  for (const char* h : {"H100", "H200", "H800", "H20"})
-    if (dev.find(h) != std::string::npos) return true;
-  return false;
-}
+bool hopper_gpu() { return vk::hopper_name(gpu().runtime().device().features().name); }
 
 bool ptx_path_off() {
   if (gpu().runtime().device().features().nvx_ptx) return false;
@@ -55,6 +50,15 @@ TEST_CASE("ptx modules: each listed variant is an entry of its module's PTX, wit
     CHECK(ptx::find_matmul_variant(v.name) == &v);
   }
   CHECK(ptx::find_matmul_variant("ptx_nope") == nullptr);
+}
+
+TEST_CASE("ptx path default: on for Hopper device names only") {
+  CHECK(vk::hopper_name("NVIDIA H100 80GB HBM3"));
+  CHECK(vk::hopper_name("NVIDIA H200"));
+  CHECK(vk::hopper_name("NVIDIA GH200 480GB"));
+  CHECK_FALSE(vk::hopper_name("NVIDIA A100-SXM4-80GB"));
+  CHECK_FALSE(vk::hopper_name("NVIDIA GeForce RTX 4090"));
+  CHECK_FALSE(vk::hopper_name("llvmpipe (LLVM 15.0.6, 256 bits)"));
 }
 
 TEST_CASE("ptx tile choice: unknown names fail; with the path off no product takes it") {

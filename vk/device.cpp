@@ -269,14 +269,11 @@ bool khr_coopmat_f16_shape(VkInstance inst, VkPhysicalDevice pd) {
 }
 }  // namespace
 
-namespace {
-// NVIDIA's Hopper data-centre GPUs by name (the wgmma PTX module needs sm_90a).
 bool hopper_name(std::string_view name) {
   for (const char* h : {"H100", "H200", "H800", "H20", "GH200"})
     if (name.find(h) != std::string_view::npos) return true;
   return false;
 }
-}  // namespace
 
 void Device::create_device() {
   VkPhysicalDeviceProperties props;

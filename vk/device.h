@@ -11,9 +11,13 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace alpha::vk {
+
+// NVIDIA's Hopper data-centre GPUs by device name: the wgmma PTX module (sm_90a) runs there, and the PTX path is on.
+bool hopper_name(std::string_view name);
 
 struct DeviceOptions {
   int index = -1;          // -1: choose by type
