@@ -86,6 +86,8 @@ TEST_CASE("ptx tile choice: unknown names fail; with the path off no product tak
     CHECK(w->bn == 128);
     CHECK(v->bn == 256);
   }
+  if (hopper_gpu())  // TN fits only sm_80 tiles, which a Hopper GPU leaves to the coopmat tiles by shape
+    CHECK(gpu().ptx_tile(4096, 4096, 4096, true, false, false) == nullptr);
   gpu().set_cm_tile("128x128w4k64s1p0");  // a forced coopmat tile keeps every product there
   CHECK(gpu().ptx_tile(4096, 4096, 4096, false, false, false) == nullptr);
   gpu().set_cm_tile(first);  // a forced variant: the products it fits, whatever their grid

@@ -67,9 +67,12 @@ const ptx::MatmulVariant* VulkanBackend::ptx_tile(int64_t M, int64_t N, int64_t 
     return fits(*v) ? v : nullptr;
   }
   // By shape, for grids of at least kPtxMinTiles block tiles (smaller ones keep the coopmat tiles and their split-K):
-  // Hopper's module first (wgmma: 1.5x mma.sync's rate), and in it the fitting variant of the best estimated rate,
-  // ties to the earlier (ptx/matmul_variants.h orders by preference).
+  // Hopper's module first (wgmma: 1.3-1.6x mma.sync's rate), and in it the fitting variant of the best estimated rate,
+  // ties to the earlier (ptx/matmul_variants.h orders by preference). A Hopper GPU takes the sm_80 tiles only if its
+  // own module failed: their NT tiles ran below the coopmat tiles there (H100, session 57: fc fwd 231 against 304).
+  const bool hopper = hopper_name(rt_->device().features().name);
   for (const int sm : {90, 80}) {
+    if (sm == 80 && hopper && !ptx_failed_[1]) break;
     const ptx::MatmulVariant* best = nullptr;
     double best_rate = 0;
     for (const ptx::MatmulVariant& v : ptx::matmul_variants()) {
