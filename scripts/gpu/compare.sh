@@ -7,7 +7,7 @@
 set -u
 
 source gpu/setup.sh
-PYTHONUNBUFFERED=1 python3 gpu/compare.py | tee $OUT/compare.jsonl
+PYTHONUNBUFFERED=1 python3 gpu/compare.py  # it writes its lines to $OUT/compare.jsonl too (a tee there doubled them)
 echo "== tile sweep (TFLOP/s)"
 gpu/alpha bench gpu --tiles --json --config gpu/configs/gpt2_124m.json --set train.grad_accum=1 > $OUT/tiles.json
 python3 - $OUT/tiles.json <<'PY'
