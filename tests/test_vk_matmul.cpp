@@ -361,3 +361,7 @@ TEST_CASE("ALPHA_VK_SPLIT_TARGET: unset is the default target, a positive count 
   check_env_count("ALPHA_VK_SPLIT_TARGET", vk::split_target_from_env, 0, "1188", 1188,
                   {"0", "-5", "12x", "lots", "99999999999"});
 }
+
+TEST_CASE("ALPHA_VK_PTX_MIN_K: unset is the default depth, a positive depth replaces it, anything else is an error") {
+  check_env_count("ALPHA_VK_PTX_MIN_K", vk::ptx_min_k_from_env, vk::VulkanBackend::kPtxMinK, "1", 1, {"0", "-5", "12x", "deep", "99999999999"});
+}

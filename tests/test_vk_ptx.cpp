@@ -78,6 +78,10 @@ TEST_CASE("ptx tile choice: unknown names fail; with the path off no product tak
   CHECK(!v->tb);
   CHECK(gpu().ptx_tile(4096 + 8, 4096, 4096, false, false, false) == nullptr);  // not whole block tiles
   CHECK(gpu().ptx_tile(256, 256, 4096, false, false, false) == nullptr);        // a grid too small
+  // Too short (shakespeare_char's K = 384 products): the coopmat tiles; at kPtxMinK the path again.
+  constexpr int64_t kMinK = vk::VulkanBackend::kPtxMinK;
+  CHECK(gpu().ptx_tile(16384, 1536, kMinK - 128, false, false, false) == nullptr);
+  CHECK(gpu().ptx_tile(16384, 1536, kMinK, false, false, false) != nullptr);
   // The wave estimate: GPT-2's N = 768 dx products make 192 tiles of 128 x 256, 1-2 waves on 97-191 SMs (H100: 132),
   // and take 128-wide tiles; 4096^3 (512 of them, 2.7-5.3 waves) keeps 256.
   if (const uint32_t sms = gpu().runtime().device().features().sm_count; sms >= 97 && sms < 192) {

@@ -58,6 +58,9 @@ uint32_t cm_walk_from_env();
 int64_t flat_rows(int64_t M, int64_t lda, int64_t nb, int64_t sa, int64_t sb, bool ta);
 // ALPHA_VK_SPLIT_TARGET=<workgroups>: the split-K target of coopmat products with f32 outputs; 0 when unset.
 int64_t split_target_from_env();
+// ALPHA_VK_PTX_MIN_K=<K>: products shorter than K leave the PTX path to the coopmat tiles (A/B runs);
+// VulkanBackend::kPtxMinK when unset.
+int64_t ptx_min_k_from_env();
 // Attention kernels (vk/attention.cpp), ALPHA_VK_ATTENTION: "auto" = the fastest that applies (tensor-core
 // kernels with the softmax in registers, attention_cmr, where the device's accumulator layout is the one they
 // are written for; else attention_cm, scores through shared memory; both need f16, head size 64, NV cooperative
@@ -133,6 +136,9 @@ class VulkanBackend : public Backend {
   const ptx::MatmulVariant* ptx_tile(int64_t M, int64_t N, int64_t K, bool ta, bool tb, bool f32_out) const;
   // ptx_tile by shape: grids of at least this many block tiles (about one wave of one block per SM on an H100).
   static constexpr int64_t kPtxMinTiles = 128;
+  // ptx_tile by shape: products at least this deep. shakespeare_char's K = 384 products ran as fast alone on either
+  // path, but its step 6.71 ms with them on coopmat against 7.01 on PTX (H100, session 58; GPT-2's K >= 768).
+  static constexpr int64_t kPtxMinK = 512;
   int64_t ptx_launches() const { return ptx_launches_; }  // PTX GEMMs recorded so far (tests)
   // The name of what runs a one-matrix product of f16 operands: ptx_tile's variant, else cm_tile's (bench rows).
   std::string matmul_tile_name(int64_t M, int64_t N, int64_t K, bool ta, bool tb, bool f32_out) const;
@@ -288,6 +294,7 @@ class VulkanBackend : public Backend {
   bool profile_shapes_ = profile_shapes_from_env();
   uint32_t cm_walk_ = cm_walk_from_env();
   int64_t split_target_ = split_target_from_env();
+  int64_t ptx_min_k_ = ptx_min_k_from_env();
   bool concurrent_ = false;  // set_concurrent: coopmat f32-out products take whole K on their fastest tile
   // Second passes of concurrent work (LayerNorm's dw/db chunk sums), recorded when the concurrent phase ends: after
   // one barrier for all of them, instead of one per pass between the side-by-side products.

@@ -199,6 +199,10 @@ int64_t split_target_from_env() {
   return env_count("ALPHA_VK_SPLIT_TARGET", 1000000, 0, "a number of workgroups");
 }
 
+int64_t ptx_min_k_from_env() {
+  return env_count("ALPHA_VK_PTX_MIN_K", 1 << 30, VulkanBackend::kPtxMinK, "a product depth");
+}
+
 bool profile_shapes_from_env() {
   const char* e = std::getenv("ALPHA_VK_PROFILE_SHAPES");
   return e && std::strcmp(e, "1") == 0;

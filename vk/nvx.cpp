@@ -66,6 +66,7 @@ const ptx::MatmulVariant* VulkanBackend::ptx_tile(int64_t M, int64_t N, int64_t 
     const ptx::MatmulVariant* v = ptx::find_matmul_variant(ptx_tile_);
     return fits(*v) ? v : nullptr;
   }
+  if (K < ptx_min_k_) return nullptr;  // kPtxMinK, or ALPHA_VK_PTX_MIN_K
   // By shape, for grids of at least kPtxMinTiles block tiles (smaller ones keep the coopmat tiles and their split-K):
   // Hopper's module first (wgmma: 1.3-1.6x mma.sync's rate), and in it the fitting variant of the best estimated rate,
   // ties to the earlier (ptx/matmul_variants.h orders by preference). A Hopper GPU takes the sm_80 tiles only if its

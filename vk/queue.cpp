@@ -140,7 +140,7 @@ LazyQueue::Frame& LazyQueue::recording() {
   return *rec_;
 }
 
-void LazyQueue::track(Frame& f, std::span<const Binding> uses) {
+void LazyQueue::track(Frame& f, std::span<const Binding> uses, bool cu) {
   bool hazard = false;
   for (const auto& u : uses) {
     const GpuBuffer& b = *u.buf;
@@ -156,16 +156,20 @@ void LazyQueue::track(Frame& f, std::span<const Binding> uses) {
     mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
     mb.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT |
                        VK_ACCESS_TRANSFER_WRITE_BIT;
-    // PTX launches (launch_cu) belong to no stage the extension names: with them possible, order all commands.
-    const VkPipelineStageFlags stages = dev_->features().nvx_ptx
-                                            ? VK_PIPELINE_STAGE_ALL_COMMANDS_BIT
-                                            : VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
-    mb.srcAccessMask |= dev_->features().nvx_ptx ? VK_ACCESS_MEMORY_WRITE_BIT : 0;
-    mb.dstAccessMask |= dev_->features().nvx_ptx ? VK_ACCESS_MEMORY_READ_BIT | VK_ACCESS_MEMORY_WRITE_BIT : 0;
+    VkPipelineStageFlags stages = VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
+    // PTX launches (launch_cu) belong to no stage the extension names: a barrier with one on either side orders all
+    // commands. The others need not: an earlier launch was already ordered before everything after its own barrier.
+    if (dev_->features().nvx_ptx && (cu || cu_in_epoch_ || policy_.cu_all_stages)) {
+      stages = VK_PIPELINE_STAGE_ALL_COMMANDS_BIT;
+      mb.srcAccessMask |= VK_ACCESS_MEMORY_WRITE_BIT;
+      mb.dstAccessMask |= VK_ACCESS_MEMORY_READ_BIT | VK_ACCESS_MEMORY_WRITE_BIT;
+    }
     vkCmdPipelineBarrier(f.cmd, stages, stages, 0, 1, &mb, 0, nullptr, 0, nullptr);
     ++epoch_;
     ++stats_.barriers;
+    cu_in_epoch_ = false;
   }
+  if (cu) cu_in_epoch_ = true;
   for (const auto& u : uses) {
     GpuBuffer& b = *u.buf;
     if (u.write) b.write_epoch = epoch_;
@@ -227,7 +231,7 @@ void LazyQueue::launch_cu(VkCuFunctionNVX fn, std::span<const Binding> bindings,
                           std::string_view name) {
   if (error_ != VK_SUCCESS) return;
   Frame& f = recording();
-  track(f, bindings);  // the kernel reads and writes the buffers behind its pointer arguments: same hazards
+  track(f, bindings, true);  // the kernel reads and writes the buffers behind its pointer arguments: same hazards
   VkCuLaunchInfoNVX li{};
   li.sType = VK_STRUCTURE_TYPE_CU_LAUNCH_INFO_NVX;
   li.function = fn;

@@ -72,6 +72,9 @@ class LazyQueue {
     // host wait after every dispatch. Results must not change with them; if they do, a hazard is missed.
     bool barrier_all = false;
     bool sync_each = false;
+    // ALPHA_VK_DEBUG=allstages: with the PTX path on, every barrier orders all commands, not only those next to a
+    // PTX launch (the scoping before session 58; A/B runs and hazard hunts).
+    bool cu_all_stages = false;
   };
   struct Stats {
     int64_t submissions = 0;  // flushes that submitted work
@@ -162,7 +165,8 @@ class LazyQueue {
     bool edge_timed = false;
   };
   Frame& recording();  // begins one if needed
-  void track(Frame& f, std::span<const Binding> uses);  // retains + barrier when dependent
+  // Retains + barrier when dependent; cu: the command is a PTX launch (its barriers order all commands).
+  void track(Frame& f, std::span<const Binding> uses, bool cu = false);
   // Records one dispatch-like command (between profiling timestamps) and counts it toward the flush policy.
   template <class Command> void record(Frame& f, double work, std::string_view name, Command&& command);
   VkDescriptorSet allocate_set(Frame& f, VkDescriptorSetLayout layout);
@@ -188,6 +192,7 @@ class LazyQueue {
   std::vector<std::unique_ptr<Frame>> spare_;
   uint64_t next_value_ = 1, submitted_value_ = 0;
   uint64_t epoch_ = 1;
+  bool cu_in_epoch_ = false;  // a PTX launch was recorded since the last barrier
   VkResult error_ = VK_SUCCESS, injected_ = VK_SUCCESS;
   std::string error_what_;
   bool hung_ = false;  // a wait timed out: the destructor abandons the device rather than wait forever

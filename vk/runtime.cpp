@@ -34,6 +34,7 @@ Runtime::Runtime(RuntimeOptions opts) {
   if (const char* e = std::getenv("ALPHA_VK_DEBUG")) {
     opts.queue.barrier_all = std::strstr(e, "barriers") != nullptr;
     opts.queue.sync_each = std::strstr(e, "sync") != nullptr;
+    opts.queue.cu_all_stages = std::strstr(e, "allstages") != nullptr;
   }
   // Submission sizes (tuning sweeps): dispatches and ~flops per submission.
   if (const double v = positive_from_env("ALPHA_VK_MAX_OPS", 1e6); v > 0) opts.queue.max_ops = static_cast<int64_t>(v);
