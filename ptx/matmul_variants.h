@@ -24,7 +24,8 @@
 // Hopper's wgmma tiles (ptx/matmul_sm90.cu, sm_90a): the same columns; WM = 64 rows per warpgroup of 128 threads,
 // WN = BN (256 or 128: one m64nBNk16 per k16 step); STAGES 2 (each wgmma group waited for) or more (one in flight).
 // The 64 x 128 tiles of 2 stages take 48 KiB, the most a kernel may have without the CUDA opt-in the Vulkan launch
-// cannot make, should the driver hold launches to it.
+// cannot make, should the driver hold launches to it. The TN f32-out tiles (weight gradients, K split over the grid's
+// layers by vk/nvx.cpp) are taken by shape only under ALPHA_VK_PTX_TN=1 until the GPU suite has run them.
 #define ALPHA_PTX_MATMUL_SM90_VARIANTS(X)                            \
   X(ptx90_128x256k64s4g8_nn, 128, 256, 64, 64, 256, 4, 8, 0, 0, 0)  \
   X(ptx90_128x256k64s4_nn, 128, 256, 64, 64, 256, 4, 0, 0, 0, 0)    \
@@ -39,4 +40,7 @@
   X(ptx90_128x128k64s2_nt, 128, 128, 64, 64, 128, 2, 0, 0, 1, 0)    \
   X(ptx90_64x128k64s2_nn, 64, 128, 64, 64, 128, 2, 0, 0, 0, 0)      \
   X(ptx90_64x128k64s2_nt, 64, 128, 64, 64, 128, 2, 0, 0, 1, 0)      \
-  X(ptx90_128x256k64s4_nn_f32out, 128, 256, 64, 64, 256, 4, 0, 0, 0, 1)
+  X(ptx90_128x256k64s4_nn_f32out, 128, 256, 64, 64, 256, 4, 0, 0, 0, 1)  \
+  X(ptx90_128x256k64s4_tn_f32out, 128, 256, 64, 64, 256, 4, 0, 1, 0, 1)  \
+  X(ptx90_128x128k64s6_tn_f32out, 128, 128, 64, 64, 128, 6, 0, 1, 0, 1)  \
+  X(ptx90_64x128k64s2_tn_f32out, 64, 128, 64, 64, 128, 2, 0, 1, 0, 1)

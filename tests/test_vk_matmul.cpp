@@ -365,3 +365,17 @@ TEST_CASE("ALPHA_VK_SPLIT_TARGET: unset is the default target, a positive count 
 TEST_CASE("ALPHA_VK_PTX_MIN_K: unset is the default depth, a positive depth replaces it, anything else is an error") {
   check_env_count("ALPHA_VK_PTX_MIN_K", vk::ptx_min_k_from_env, vk::VulkanBackend::kPtxMinK, "1", 1, {"0", "-5", "12x", "deep", "99999999999"});
 }
+
+TEST_CASE("ALPHA_VK_PTX_TN: unset and 0 are off, 1 on, anything else is an error naming it") {
+  unsetenv("ALPHA_VK_PTX_TN");
+  CHECK_FALSE(vk::ptx_tn_from_env());
+  setenv("ALPHA_VK_PTX_TN", "0", 1);
+  CHECK_FALSE(vk::ptx_tn_from_env());
+  setenv("ALPHA_VK_PTX_TN", "1", 1);
+  CHECK(vk::ptx_tn_from_env());
+  for (const char* bad : {"2", "yes", "on", "-1"}) {
+    setenv("ALPHA_VK_PTX_TN", bad, 1);
+    CHECK_THROWS_WITH_AS(vk::ptx_tn_from_env(), doctest::Contains("ALPHA_VK_PTX_TN"), ValueError);
+  }
+  unsetenv("ALPHA_VK_PTX_TN");
+}

@@ -151,3 +151,40 @@ TEST_CASE("ptx linear epilogues: x @ w^T + b, and r + (x @ w^T (+ b)), on each f
   }
   gpu().set_cm_tile("");
 }
+
+TEST_CASE("ptx weight gradients: Hopper's TN tiles by shape under ALPHA_VK_PTX_TN, K split into f32 partials") {
+  GpuScope g;
+  if (ptx_path_off()) return;
+  if (!hopper_gpu()) {
+    MESSAGE("not a Hopper GPU: no TN wgmma tile");
+    return;
+  }
+  struct Reset {
+    ~Reset() { gpu().set_ptx_tn(vk::ptx_tn_from_env()); }
+  } reset;
+  // GPT-2's attention-projection weight gradient, K cut to 2048: 36 tiles of 128 x 128, too few unsplit.
+  const int64_t M = 768, N = 768, K = 2048;
+  gpu().set_ptx_tn(false);
+  CHECK(gpu().ptx_tile(M, N, K, true, false, true) == nullptr);  // off: the coopmat tiles with their row sums
+  gpu().set_ptx_tn(true);
+  const ptx::MatmulVariant* v = gpu().ptx_tile(M, N, K, true, false, true);
+  REQUIRE(v != nullptr);
+  CHECK(v->ta);
+  CHECK(v->f32_out);
+  const int64_t splits = gpu().ptx_splits(*v, M, N, K);
+  if (gpu().runtime().device().features().sm_count > 0) CHECK(splits > 1);
+  CHECK(K % (splits * v->bk) == 0);
+  const auto f16 = [](const Tensor& t) { return ops::cast(t, DType::f16); };
+  const Tensor gy = f16(randn({K, M}, 931)), x = f16(randn({K, N}, 932));
+  const int64_t launches = gpu().ptx_launches();
+  // Two GPU ops: the PTX product and the column sum (no fused row-sum GEMM on this path).
+  const ops::LinearWeightGrads d = on_gpu([&] { return ops::linear_weight_grads(gy, x); }, 2);
+  CHECK(gpu().ptx_launches() == launches + 1);
+  const std::string what = fmt::format("{} in {} slices", v->name, splits);
+  expect_close(d.dw, on_cpu([&] { return ops::matmul_f32(gy, x, true, false); }), 1e-4, 1e-4 * std::sqrt(double(K)),
+               "dw " + what);
+  expect_close(d.db, on_cpu([&] { return ops::sum_f32(gy, 0); }), 1e-5, 1e-4, "db " + what);
+  // The same bits again: the partials are summed in order.
+  const ops::LinearWeightGrads again = on_gpu([&] { return ops::linear_weight_grads(gy, x); }, 2);
+  expect_close(again.dw, d.dw, 0, 0, "dw twice " + what);
+}

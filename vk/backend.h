@@ -61,6 +61,8 @@ int64_t split_target_from_env();
 // ALPHA_VK_PTX_MIN_K=<K>: products shorter than K leave the PTX path to the coopmat tiles (A/B runs);
 // VulkanBackend::kPtxMinK when unset.
 int64_t ptx_min_k_from_env();
+// ALPHA_VK_PTX_TN=1: Hopper's TN PTX tiles by shape (=0 or unset: only when forced); anything else is an error.
+bool ptx_tn_from_env();
 // Attention kernels (vk/attention.cpp), ALPHA_VK_ATTENTION: "auto" = the fastest that applies (tensor-core
 // kernels with the softmax in registers, attention_cmr, where the device's accumulator layout is the one they
 // are written for; else attention_cm, scores through shared memory; both need f16, head size 64, NV cooperative
@@ -139,6 +141,11 @@ class VulkanBackend : public Backend {
   // ptx_tile by shape: products at least this deep. shakespeare_char's K = 384 products ran as fast alone on either
   // path, but its step 6.71 ms with them on coopmat against 7.01 on PTX (H100, session 58; GPT-2's K >= 768).
   static constexpr int64_t kPtxMinK = 512;
+  // K slices of a product of f32 outputs on one of Hopper's tiles (1, 2, 4 or 8; 1 elsewhere): the count of the least
+  // estimated time, the partials' extra traffic counted (GPT-2's weight gradients: 36-144 tiles of K 8192).
+  int64_t ptx_splits(const ptx::MatmulVariant& v, int64_t M, int64_t N, int64_t K) const;
+  // ALPHA_VK_PTX_TN: Hopper's TN tiles (weight gradients) by shape; until the GPU suite has run them, off by default.
+  void set_ptx_tn(bool on) { ptx_tn_ = on; }
   int64_t ptx_launches() const { return ptx_launches_; }  // PTX GEMMs recorded so far (tests)
   // The name of what runs a one-matrix product of f16 operands: ptx_tile's variant, else cm_tile's (bench rows).
   std::string matmul_tile_name(int64_t M, int64_t N, int64_t K, bool ta, bool tb, bool f32_out) const;
@@ -277,10 +284,12 @@ class VulkanBackend : public Backend {
   // The PTX matmul path (vk/nvx.cpp): the module, loaded on first use (after rt_: destroyed before the device).
   bool set_ptx_tile(const std::string& name);  // true: name is a PTX variant's (then forced)
   double ptx_rate(const ptx::MatmulVariant& v, int64_t tiles) const;  // ptx_tile's estimate, relative to 1 wave
+  double ptx_ns(const ptx::MatmulVariant& v, int64_t M, int64_t N, int64_t K, int64_t splits) const;  // 0: may not
   bool run_ptx_matmul(const ptx::MatmulVariant& v, const std::shared_ptr<GpuBuffer>& a,
                       const std::shared_ptr<GpuBuffer>& b, const std::shared_ptr<GpuBuffer>& out, int64_t M, int64_t N,
                       int64_t K, const std::string& label, const std::shared_ptr<GpuBuffer>& bias = nullptr,
-                      const std::shared_ptr<GpuBuffer>& resid = nullptr);  // false: the driver refused the module
+                      const std::shared_ptr<GpuBuffer>& resid = nullptr,
+                      int64_t splits = 1);  // false: the driver refused the module
   std::unique_ptr<PtxModule> ptx_[2];  // sm 80, sm 90 (Hopper)
   std::string ptx_tile_;
   bool ptx_failed_[2] = {false, false};  // the driver refused that module: other tiles from then on
@@ -295,6 +304,7 @@ class VulkanBackend : public Backend {
   uint32_t cm_walk_ = cm_walk_from_env();
   int64_t split_target_ = split_target_from_env();
   int64_t ptx_min_k_ = ptx_min_k_from_env();
+  bool ptx_tn_ = ptx_tn_from_env();
   bool concurrent_ = false;  // set_concurrent: coopmat f32-out products take whole K on their fastest tile
   // Second passes of concurrent work (LayerNorm's dw/db chunk sums), recorded when the concurrent phase ends: after
   // one barrier for all of them, instead of one per pass between the side-by-side products.

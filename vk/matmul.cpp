@@ -203,6 +203,13 @@ int64_t ptx_min_k_from_env() {
   return env_count("ALPHA_VK_PTX_MIN_K", 1 << 30, VulkanBackend::kPtxMinK, "a product depth");
 }
 
+bool ptx_tn_from_env() {
+  const char* e = std::getenv("ALPHA_VK_PTX_TN");
+  if (!e || !*e || std::strcmp(e, "0") == 0) return false;
+  if (std::strcmp(e, "1") == 0) return true;
+  throw ValueError(fmt::format("[vk] ALPHA_VK_PTX_TN='{}' is not 0 (off) or 1 (on)", e));
+}
+
 bool profile_shapes_from_env() {
   const char* e = std::getenv("ALPHA_VK_PROFILE_SHAPES");
   return e && std::strcmp(e, "1") == 0;
@@ -298,8 +305,9 @@ Tensor VulkanBackend::matmul_out(const Tensor& a, const Tensor& b, bool ta, bool
       shape.push_back(M);
       shape.push_back(N);
       Tensor out = rt_->output(shape, out_dtype);
+      const int64_t splits = ptx_splits(*v, Mrun, N, K);
       if (run_ptx_matmul(*v, rt_->input(a), rt_->input(b), Runtime::buffer_of(out), Mrun, N, K,
-                         shape_label(v->name, Mrun, K, N, ta, tb, 1)))
+                         shape_label(v->name, Mrun, K, N, ta, tb, splits), nullptr, nullptr, splits))
         return out;
     }
   // f16 coopmat with every size and stride a multiple of 8: 16-byte loads of 8 halves.
@@ -445,6 +453,8 @@ ops::LinearWeightGrads VulkanBackend::linear_weight_grads(const Tensor& g, const
   const int64_t M = g.size(1), K = g.size(0), N = x.size(1);  // (out, R) @ (R, in)
   if (M == 0 || N == 0 || K == 0 || M % 8 != 0 || N % 8 != 0 || K % 8 != 0) return {};
   if (matmul_kernel(DType::f16, M, N, K, 1) != "matmul_cm_f16") return {};
+  // A PTX tile for dw: ops' unfused pair runs it (matmul_f32 -> matmul_out) and db as a column sum of its own.
+  if (ptx_tile(M, N, K, true, false, true)) return {};
   const CmTile& ct = cm_tile(M, N, K, 1, true);
   if (!has_rowsum_variant(ct.name) || cdiv(M, ct.bm) > 65535 || cdiv(N, ct.bn) > 65535) return {};
   int64_t splits = matmul_splits("matmul_cm_f16", M, N, K, 1, ct.bm, ct.bn, true);

@@ -67,23 +67,45 @@ const ptx::MatmulVariant* VulkanBackend::ptx_tile(int64_t M, int64_t N, int64_t 
     return fits(*v) ? v : nullptr;
   }
   if (K < ptx_min_k_) return nullptr;  // kPtxMinK, or ALPHA_VK_PTX_MIN_K
-  // By shape, for grids of at least kPtxMinTiles block tiles (smaller ones keep the coopmat tiles and their split-K):
-  // Hopper's module first (wgmma: 1.3-1.6x mma.sync's rate), and in it the fitting variant of the best estimated rate,
-  // ties to the earlier (ptx/matmul_variants.h orders by preference). A Hopper GPU takes the sm_80 tiles only if its
-  // own module failed: their NT tiles ran below the coopmat tiles there (H100, session 57: fc fwd 231 against 304).
+  // By shape, for grids of at least kPtxMinTiles block tiles (smaller ones keep the coopmat tiles and their split-K;
+  // f32 outputs on Hopper's tiles may split K to reach them): Hopper's module first (wgmma: 1.3-1.6x mma.sync's
+  // rate), and in it the fitting variant of the least estimated time, ties to the earlier (ptx/matmul_variants.h
+  // orders by preference). A Hopper GPU takes the sm_80 tiles only if its own module failed: their NT tiles ran below
+  // the coopmat tiles there (H100, session 57: fc fwd 231 against 304).
   const bool hopper = hopper_name(rt_->device().features().name);
   for (const int sm : {90, 80}) {
     if (sm == 80 && hopper && !ptx_failed_[1]) break;
     const ptx::MatmulVariant* best = nullptr;
-    double best_rate = 0;
+    double best_ns = 0;
     for (const ptx::MatmulVariant& v : ptx::matmul_variants()) {
-      const int64_t tiles = (M / v.bm) * (N / v.bn);
-      if (v.sm != sm || ptx_failed_[sm == 90] || !fits(v) || tiles < kPtxMinTiles) continue;
-      if (const double r = ptx_rate(v, tiles); r > best_rate) best = &v, best_rate = r;
+      if (v.sm != sm || ptx_failed_[sm == 90] || !fits(v) || (sm == 90 && v.ta && !ptx_tn_)) continue;
+      const double ns = ptx_ns(v, M, N, K, ptx_splits(v, M, N, K));
+      if (ns > 0 && (!best || ns < best_ns)) best = &v, best_ns = ns;
     }
     if (best) return best;
   }
   return nullptr;
+}
+
+double VulkanBackend::ptx_ns(const ptx::MatmulVariant& v, int64_t M, int64_t N, int64_t K, int64_t splits) const {
+  // Split K: f32 partials of Hopper's tiles only, in slices of whole steps at least kPtxMinK deep.
+  if (splits > 1 && (v.sm != 90 || !v.f32_out || K % (splits * v.bk) != 0 || K / splits < kPtxMinK)) return 0;
+  const int64_t tiles = (M / v.bm) * (N / v.bn) * splits;
+  if (tiles < kPtxMinTiles) return 0;
+  // The 128 x 256 tile's rate (H100, 4096^3: ~550 TFLOP/s), and the partials written, read back and summed at
+  // ~2.5 TB/s: only their ratio matters, which splits pay.
+  constexpr double kFlopsPerNs = 550e3, kBytesPerNs = 2500;
+  const double flops = 2.0 * double(M) * double(N) * double(K);
+  const double partial_bytes = splits > 1 ? 2.0 * double(splits) * double(M) * double(N) * 4 : 0;
+  return flops / (kFlopsPerNs * ptx_rate(v, tiles)) + partial_bytes / kBytesPerNs;
+}
+
+int64_t VulkanBackend::ptx_splits(const ptx::MatmulVariant& v, int64_t M, int64_t N, int64_t K) const {
+  int64_t best = 1;
+  double best_ns = ptx_ns(v, M, N, K, 1);
+  for (const int64_t s : {2, 4, 8})
+    if (const double ns = ptx_ns(v, M, N, K, s); ns > 0 && (best_ns == 0 || ns < best_ns)) best = s, best_ns = ns;
+  return best;
 }
 
 double VulkanBackend::ptx_rate(const ptx::MatmulVariant& v, int64_t tiles) const {
@@ -111,7 +133,8 @@ std::string VulkanBackend::matmul_tile_name(int64_t M, int64_t N, int64_t K, boo
 bool VulkanBackend::run_ptx_matmul(const ptx::MatmulVariant& v, const std::shared_ptr<GpuBuffer>& a,
                                    const std::shared_ptr<GpuBuffer>& b, const std::shared_ptr<GpuBuffer>& out,
                                    int64_t M, int64_t N, int64_t K, const std::string& label,
-                                   const std::shared_ptr<GpuBuffer>& bias, const std::shared_ptr<GpuBuffer>& resid) {
+                                   const std::shared_ptr<GpuBuffer>& bias, const std::shared_ptr<GpuBuffer>& resid,
+                                   int64_t splits) {
   VkCuFunctionNVX fn = VK_NULL_HANDLE;
   auto& module = ptx_[v.sm == 90];
   try {
@@ -124,17 +147,22 @@ bool VulkanBackend::run_ptx_matmul(const ptx::MatmulVariant& v, const std::share
     return false;
   }
   // The kernels' arguments (ptx/matmul.cu): A, B, C, bias or 0, resid or 0, M, N, K.
-  const uint64_t pa = a->address(), pb = b->address(), pc = out->address();
+  // Split K (ptx_splits): layer z of the grid writes its (M, N) f32 partial at z M N of a scratch buffer; one sum
+  // over the layers, in order, writes out (the same bits every run).
+  const auto part = splits > 1 ? rt_->scratch(uint64_t(splits * M * N) * 4) : nullptr;
+  const std::shared_ptr<GpuBuffer>& dst = part ? part : out;
+  const uint64_t pa = a->address(), pb = b->address(), pc = dst->address();
   const uint64_t pbias = bias ? bias->address() : 0, presid = resid ? resid->address() : 0;
   const uint32_t m = uint32_t(M), n = uint32_t(N), k = uint32_t(K);
   const void* params[] = {&pa, &pb, &pc, &pbias, &presid, &m, &n, &k};
-  std::vector<Binding> bs{{a, false}, {b, false}, {out, true}};
+  std::vector<Binding> bs{{a, false}, {b, false}, {dst, true}};
   if (bias) bs.push_back({bias, false});
   if (resid) bs.push_back({resid, false});
-  rt_->queue().launch_cu(fn, bs, params, {uint32_t(N / v.bn), uint32_t(M / v.bm), 1}, uint32_t(v.threads),
+  rt_->queue().launch_cu(fn, bs, params, {uint32_t(N / v.bn), uint32_t(M / v.bm), uint32_t(splits)}, uint32_t(v.threads),
                          uint32_t(v.shared_bytes), 2.0 * double(M) * double(N) * double(K),
                          label.empty() ? std::string_view(v.name) : std::string_view(label));
   ++ptx_launches_;
+  if (part) record_sum(part, out, 1, uint32_t(splits), uint32_t(M * N), 1.0f);
   return true;
 }
 
