@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # GPU machine: the opt-in PTX GEMM path (ALPHA_VK_PTX=1: ptx/'s kernels through VK_NVX_binary_import) checked and
 # timed in one call (~6-8 min): its test cases against the CPU oracle; ptxas' register and spill report where
-# PyTorch's Triton brings a ptxas; at 4096^3 and GPT-2's NN/NT shapes each variant alternated with the per-shape
+# PyTorch's Triton brings a ptxas; at 4096^3 and GPT-2's NN/NT/TN (weight-gradient, f32-out) shapes each variant alternated with the per-shape
 # choice; PyTorch's GEMMs in the same call and the 4096^3 ratio; then all of test_vk with the path on (every product
 # that fits takes it).
 # Usage (carry .gl and gpu): bash gpu/ptx_check.sh   (outputs in $OUT: ptx_*.txt, alt_*.json, torch_gemm.txt);
@@ -35,10 +35,12 @@ PY
   done
 fi
 variants=$(grep -ao 'ptx\(90\)\?_[0-9a-z_]*_\(nn\|nt\|tn\)\(_f32out\)\?' gpu/alpha | sort -u)
-for shape in ${SHAPES:-4096,4096,4096,0,0 8192,768,3072,0,1 8192,3072,768,0,0 8192,768,2304,0,1}; do
+# TN shapes are weight gradients: f32 outputs (":f32"), and the f32-out TN variants (ALPHA_VK_PTX_TN=1 for "auto").
+for shape in ${SHAPES:-4096,4096,4096,0,0 8192,768,3072,0,1 8192,3072,768,0,0 8192,768,2304,0,1 3072,8192,768,1,0 768,8192,768,1,0}; do
   IFS=, read -r M K N ta tb <<< "$shape"
   lay=$([ "$ta" = 1 ] && echo t || echo n)$([ "$tb" = 1 ] && echo t || echo n)
   alt="auto,coopmat,$(echo "$variants" | grep "_${lay}\$" | paste -sd,)"
+  [ "$lay" != tn ] || alt="auto:f32,coopmat:f32,$(echo "$variants" | grep "_tn_f32out\$" | sed 's/$/:f32/' | paste -sd,)"
   gpu/alpha bench gpu --tiles --alternate "$alt" --json --only gemm --gemm "$shape" > "$OUT/alt_$M-$K-$N-$lay.json" 2>&1
   python3 - "$OUT/alt_$M-$K-$N-$lay.json" <<'PY'
 import json, sys
