@@ -76,5 +76,5 @@ fi  # CHECKS
 # CHECKS=0): GPT-2 124M and shakespeare_char, alternated with the path off.
 if [ "${STEPS:-0}" = 1 ]; then
   unset ALPHA_VK_PTX
-  VARIANTS=${VARIANTS:-ALPHA_VK_PTX=1} CONFIGS=${CONFIGS:-gpt2 shakes} ROUNDS=${ROUNDS:-2} OVERLAP=0 bash gpu/env_ab.sh 2>&1 | tail -12
+  VARIANTS=${VARIANTS:-ALPHA_VK_PTX=0 ALPHA_VK_PTX_TN=1} CONFIGS=${CONFIGS:-gpt2 shakes} ROUNDS=${ROUNDS:-2} OVERLAP=${OVERLAP:-0} bash gpu/env_ab.sh 2>&1 | tail -12
 fi
