@@ -73,7 +73,7 @@ if [ "${SUITE:-1}" = 1 ]; then
 fi
 fi  # CHECKS
 # The training steps with the path on (STEPS=1; ~4 min, past one call's 10 with the rest: a call of its own with
-# CHECKS=0): GPT-2 124M and shakespeare_char, alternated with the path off.
+# CHECKS=0): GPT-2 124M and shakespeare_char by default, alternated with the path off and with the TN tiles on.
 if [ "${STEPS:-0}" = 1 ]; then
   unset ALPHA_VK_PTX
   VARIANTS=${VARIANTS:-ALPHA_VK_PTX=0 ALPHA_VK_PTX_TN=1} CONFIGS=${CONFIGS:-gpt2 shakes} ROUNDS=${ROUNDS:-2} OVERLAP=${OVERLAP:-0} bash gpu/env_ab.sh 2>&1 | tail -12
